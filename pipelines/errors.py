@@ -1,0 +1,47 @@
+"""The project's error hierarchy: one root, one family per concern.
+
+Storage failures stay builtin ``OSError`` subclasses; these classes describe what *our* code found wrong.
+The CLI maps each family to a distinct exit code (see ``pipelines.cli.exit_codes``).
+"""
+
+from __future__ import annotations
+
+
+class PipelinesError(Exception):
+    """Root of every error this project raises on purpose."""
+
+
+class DecodeError(PipelinesError):
+    """Bytes or text that do not follow a Kafka format.
+
+    Attributes:
+        offset: byte offset (or line number for text formats) where decoding failed, when known.
+    """
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message if offset is None else f"{message} (at offset {offset})")
+        self.offset = offset
+
+
+class ConfigError(PipelinesError):
+    """A configuration file or command-line value is invalid."""
+
+
+class ReplayError(PipelinesError):
+    """A metadata record cannot be applied to the image (e.g. a change to an unknown partition)."""
+
+
+class PlanError(PipelinesError):
+    """A GC plan is inconsistent, failed its independent re-check, or violates policy."""
+
+
+class PolicyViolation(PlanError):
+    """An approval or plan breaks a configured rule; the message names the rule."""
+
+
+class PreconditionFailed(PipelinesError):
+    """The executor found the disk or the plan not as the plan expected; nothing was changed."""
+
+
+class ExecutorBusy(PipelinesError):
+    """Another executor, or a running broker, holds a lock the executor needs."""

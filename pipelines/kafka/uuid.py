@@ -1,0 +1,109 @@
+"""Kafka's 128-bit Uuid: topic ids (KIP-516) and log-directory ids (KIP-858).
+
+Wire form: 16 bytes, most significant 64 bits first, big-endian. Text form: URL-safe base64 of those
+16 bytes without padding, always 22 characters (``Uuid.toString`` in Kafka's clients). Kafka's
+``fromString`` also accepts the 24-character padded form and rejects anything else, dashed UUIDs included.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+from pipelines.errors import DecodeError
+
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Uuid:
+    """An immutable Kafka Uuid held as its two signed-agnostic 64-bit halves (unsigned here)."""
+
+    msb: int
+    lsb: int
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.msb <= _MASK64 and 0 <= self.lsb <= _MASK64):
+            raise ValueError("Uuid halves must be unsigned 64-bit integers")
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Uuid:
+        """Build from the 16-byte wire form (MSB then LSB, big-endian)."""
+        if len(data) != 16:
+            raise DecodeError(f"a Uuid is 16 bytes, got {len(data)}")
+        return cls(int.from_bytes(data[:8], "big"), int.from_bytes(data[8:], "big"))
+
+    @classmethod
+    def from_string(cls, text: str) -> Uuid:
+        """Parse Kafka's base64url text form with ``Uuid.fromString``'s rules.
+
+        Raises:
+            DecodeError: not 22 characters (or 24 with ``==``), a character outside base64url, or not
+                exactly 16 bytes once decoded. A dashed 36-character UUID is rejected like Kafka does.
+        """
+        if len(text) > 24:
+            raise DecodeError(f"Uuid string too long ({len(text)} chars; dashed UUIDs are not Kafka's form): {text!r}")
+        body = text[:-2] if len(text) == 24 and text.endswith("==") else text
+        if len(body) != 22 or not set(body) <= _B64_ALPHABET:
+            raise DecodeError(f"not a 22-character base64url Uuid: {text!r}")
+        try:
+            raw = base64.urlsafe_b64decode(body + "==")
+        except (binascii.Error, ValueError) as exc:  # pragma: no cover - alphabet checked above
+            raise DecodeError(f"not a base64url Uuid: {text!r}") from exc
+        if len(raw) != 16:
+            raise DecodeError(f"Uuid string does not decode to 16 bytes: {text!r}")
+        return cls.from_bytes(raw)
+
+    @classmethod
+    def from_hex(cls, text: str) -> Uuid:
+        """Parse 32 hex digits, with or without the dashes of the canonical UUID layout."""
+        digits = text.replace("-", "")
+        if len(digits) != 32:
+            raise DecodeError(f"not a 32-hex-digit UUID: {text!r}")
+        try:
+            return cls.from_bytes(bytes.fromhex(digits))
+        except ValueError as exc:
+            raise DecodeError(f"not a hex UUID: {text!r}") from exc
+
+    # -- forms --------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        return self.msb.to_bytes(8, "big") + self.lsb.to_bytes(8, "big")
+
+    def __str__(self) -> str:
+        """Kafka's text form: 22 characters of unpadded base64url."""
+        return base64.urlsafe_b64encode(self.to_bytes()).decode("ascii")[:22]
+
+    def hex(self) -> str:
+        """32 lowercase hex digits, no dashes."""
+        return self.to_bytes().hex()
+
+    def dashed(self) -> str:
+        """The canonical 8-4-4-4-12 UUID layout, as KIP-516 shows ids."""
+        h = self.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    # -- reserved values ----------------------------------------------------------------------
+    @property
+    def is_reserved_directory_id(self) -> bool:
+        """KIP-858 reserves MSB == 0 and LSB < 100 for special directory ids."""
+        return self.msb == 0 and self.lsb < 100
+
+    @property
+    def is_reserved(self) -> bool:
+        """``Uuid.RESERVED`` = {ZERO, ONE}: never a real topic id."""
+        return self.msb == 0 and self.lsb in (0, 1)
+
+
+ZERO = Uuid(0, 0)
+"""All-zero id: means "none". Also KIP-858's MIGRATING directory id."""
+ONE = Uuid(0, 1)
+"""Topic id of ``__cluster_metadata`` (METADATA_TOPIC_ID); also KIP-858's UNASSIGNED directory id."""
+METADATA_TOPIC_ID = ONE
+MIGRATING = ZERO
+UNASSIGNED = ONE
+LOST = Uuid(0, 2)
+
+DIRECTORY_ID_NAMES = {MIGRATING: "MIGRATING", UNASSIGNED: "UNASSIGNED", LOST: "LOST"}
