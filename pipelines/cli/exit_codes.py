@@ -1,0 +1,37 @@
+"""Exit codes of ``logdir-gc``, one per error family (documented in the README)."""
+
+from __future__ import annotations
+
+from pipelines import errors
+
+OK = 0
+USAGE = 2  # click's own code for a bad command line
+UNREADABLE = 3  # nothing could be read (missing path, no permission)
+CONFIG = 4
+POLICY = 5  # plan or approval refused by policy / plan inconsistent
+PRECONDITION = 6  # executor refused: precondition failed on disk
+BUSY = 7  # a lock is held: broker running or another executor
+DECODE = 8  # input is not the Kafka format it claims to be
+FAILED = 9  # a run finished but failed (e.g. plan re-check disagreement)
+
+#: Most specific first.
+FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (errors.ConfigError, CONFIG),
+    (errors.PolicyViolation, POLICY),
+    (errors.PlanError, POLICY),
+    (errors.ExecutorBusy, BUSY),
+    (errors.PreconditionFailed, PRECONDITION),
+    (errors.DecodeError, DECODE),
+    (errors.ReplayError, DECODE),
+    (errors.PipelinesError, FAILED),
+    (FileNotFoundError, UNREADABLE),
+    (PermissionError, UNREADABLE),
+    (NotADirectoryError, UNREADABLE),
+)
+
+
+def code_for(exc: BaseException) -> int:
+    for family, code in FAMILY_CODES:
+        if isinstance(exc, family):
+            return code
+    raise exc
