@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# System packages the test suite uses, from Debian's packages: an OpenSSH server for the SFTP crawl tests.
+# Java 17 is expected on the machine (Spark, Delta, the .lock interlock test).
+set -euo pipefail
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-system-deps: not root; the tests that need ${need[*]} will be skipped" >&2
+  exit 0
+fi
+echo "install-system-deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
