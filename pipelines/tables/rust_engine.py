@@ -1,0 +1,261 @@
+"""The delta-rs (``deltalake``) table store: no JVM, usable on a broker host by the executor.
+
+This module must never import pyspark (directly or indirectly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+
+from pipelines.tables.base import (
+    DEFAULT_RETRY,
+    HistoryEntry,
+    MergeCounts,
+    RetryPolicy,
+    TableRef,
+    TableStore,
+    Where,
+    check_rows,
+    matches,
+    sql_predicate,
+    table_name,
+    utc_from_millis,
+)
+from pipelines.tables.schemas import TableSchema
+
+__all__ = ["RustTableStore"]
+
+# delta-rs reports some conflicts as a generic DeltaError; these message fragments mark them.
+_CONFLICT_MARKERS = ("Transaction failed", "concurrent", "Concurrent", "version already exists", "conflict")
+
+
+class RustTableStore(TableStore):
+    """Delta tables read and written with delta-rs. Rows in: ``list[dict]`` or ``pyarrow.Table``.
+
+    Args:
+        warehouse: root directory or URL.
+        storage_options: passed to delta-rs (object-store credentials); ``None`` for local paths.
+        retry: backoff policy for commit conflicts.
+    """
+
+    def __init__(
+        self,
+        warehouse: str,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
+    ) -> None:
+        super().__init__(warehouse, retry=retry)
+        self.storage_options = dict(storage_options) if storage_options else None
+
+    def is_conflict(self, exc: BaseException) -> bool:
+        if isinstance(exc, CommitFailedError):
+            return True
+        return isinstance(exc, DeltaError) and any(m in str(exc) for m in _CONFLICT_MARKERS)
+
+    # -- helpers --------------------------------------------------------------------------------------------
+
+    def _open(self, table: TableRef, version: int | None = None) -> DeltaTable:
+        return DeltaTable(self.table_uri(table), version=version, storage_options=self.storage_options)
+
+    def _arrow_schema(self, table: TableRef) -> pa.Schema:
+        declared = self.declared_schema(table)
+        if declared is not None:
+            return declared.to_arrow()
+        return pa.schema(self._open(table).schema().to_arrow())
+
+    def _to_arrow(self, table: TableRef, rows: Any) -> pa.Table:
+        schema = self._arrow_schema(table)
+        if isinstance(rows, pa.Table):
+            missing = [n for n in schema.names if n not in rows.column_names]
+            unknown = [n for n in rows.column_names if n not in schema.names]
+            if unknown:
+                raise ValueError(f"{table_name(table)}: unknown columns {unknown}")
+            for name in missing:
+                rows = rows.append_column(name, pa.nulls(rows.num_rows, schema.field(name).type))
+            return rows.select(schema.names).cast(schema)
+        declared = self.declared_schema(table) or _schema_from_arrow(table_name(table), schema)
+        return pa.Table.from_pylist(check_rows(declared, rows), schema=schema)
+
+    # -- interface -------------------------------------------------------------------------------------------
+
+    def exists(self, table: TableRef) -> bool:
+        return DeltaTable.is_deltatable(self.table_uri(table), storage_options=self.storage_options)
+
+    def create_if_missing(self, schema: TableSchema) -> bool:
+        self._schemas[schema.name] = schema
+        if self.exists(schema):
+            return False
+        try:
+            DeltaTable.create(
+                self.table_uri(schema),
+                schema.to_arrow(),
+                mode="error",
+                partition_by=list(schema.partition_by) or None,
+                name=schema.name,
+                description=schema.doc or None,
+                storage_options=self.storage_options,
+            )
+        except DeltaError as exc:  # lost a creation race: someone else made it first
+            if self.exists(schema):
+                return False
+            raise exc
+        return True
+
+    def append(self, table: TableRef, rows: Any) -> None:
+        data = self._to_arrow(table, rows)
+        self._retrying(
+            lambda: write_deltalake(self.table_uri(table), data, mode="append", storage_options=self.storage_options)
+        )
+
+    def overwrite_partition(self, table: TableRef, predicate_columns: Where, rows: Any) -> None:
+        if not predicate_columns:
+            raise ValueError("overwrite_partition needs at least one predicate column")
+        data = self._to_arrow(table, rows)
+        for index, row in enumerate(data.select(list(predicate_columns)).to_pylist()):
+            if not matches(row, predicate_columns):
+                raise ValueError(f"{table_name(table)}: row {index} {row} does not match {predicate_columns}")
+        predicate = sql_predicate(predicate_columns, "datafusion")
+        self._retrying(
+            lambda: write_deltalake(
+                self.table_uri(table),
+                data,
+                mode="overwrite",
+                predicate=predicate,
+                storage_options=self.storage_options,
+            )
+        )
+
+    def merge(
+        self, table: TableRef, rows: Any, keys: Sequence[str], update_columns: Sequence[str] | None = None
+    ) -> MergeCounts:
+        if not keys:
+            raise ValueError("merge needs at least one key column")
+        data = self._to_arrow(table, rows)
+        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+
+        def run() -> dict[str, Any]:
+            merger = self._open(table).merge(data, on, source_alias="s", target_alias="t")
+            if update_columns is None:
+                merger = merger.when_matched_update_all()
+            elif update_columns:
+                merger = merger.when_matched_update({f"`{c}`": f"s.`{c}`" for c in update_columns})
+            return merger.when_not_matched_insert_all().execute()
+
+        metrics = self._retrying(run)
+        return MergeCounts(
+            inserted=int(metrics.get("num_target_rows_inserted", 0)),
+            updated=int(metrics.get("num_target_rows_updated", 0)),
+        )
+
+    def update(self, table: TableRef, where: Where, set_values: Mapping[str, Any]) -> int:
+        if not set_values:
+            raise ValueError("update needs at least one column to set")
+        predicate = sql_predicate(where, "datafusion")
+        values = dict(set_values)
+
+        def run() -> dict[str, Any]:
+            return self._open(table).update(new_values=values, predicate=predicate)
+
+        return int(self._retrying(run).get("num_updated_rows", 0))
+
+    def read(
+        self,
+        table: TableRef,
+        where: Where | None = None,
+        version: int | None = None,
+        timestamp: datetime | str | None = None,
+    ) -> pa.Table:
+        """Rows as a ``pyarrow.Table``; equality terms on partition columns prune files, the rest filter rows."""
+        if version is not None and timestamp is not None:
+            raise ValueError("pass version or timestamp, not both")
+        dt = self._open(table, version=version)
+        if timestamp is not None:
+            dt.load_as_version(timestamp)
+        partition_columns = set(dt.metadata().partition_columns)
+        pruning = []
+        for column, value in (where or {}).items():
+            if column not in partition_columns or value is None or isinstance(value, bool | datetime):
+                continue
+            if isinstance(value, list | tuple | set | frozenset):
+                pruning.append((column, "in", [str(v) for v in value]))
+            else:
+                pruning.append((column, "=", str(value)))
+        out = dt.to_pyarrow_table(partitions=pruning or None)
+        declared = self.declared_schema(table)
+        if declared is not None:
+            out = out.select(list(declared.column_names)).cast(declared.to_arrow())
+        else:
+            out = out.cast(_plain_types(out.schema))
+        expression = _arrow_filter(where)
+        return out.filter(expression) if expression is not None else out
+
+    def read_arrow(
+        self,
+        table: TableRef,
+        where: Where | None = None,
+        version: int | None = None,
+        timestamp: datetime | str | None = None,
+    ) -> pa.Table:
+        return self.read(table, where, version=version, timestamp=timestamp)
+
+    def history(self, table: TableRef, limit: int | None = None) -> list[HistoryEntry]:
+        entries = []
+        for commit in self._open(table).history(limit):
+            entries.append(
+                HistoryEntry(
+                    version=int(commit["version"]),
+                    timestamp=utc_from_millis(int(commit["timestamp"])),
+                    operation=str(commit.get("operation", "")),
+                    parameters={k: str(v) for k, v in (commit.get("operationParameters") or {}).items()},
+                    metrics={k: str(v) for k, v in (commit.get("operationMetrics") or {}).items()},
+                )
+            )
+        return sorted(entries, key=lambda e: e.version, reverse=True)
+
+    def version(self, table: TableRef) -> int:
+        try:
+            return self._open(table).version()
+        except TableNotFoundError as exc:
+            raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}") from exc
+
+
+def _schema_from_arrow(name: str, schema: pa.Schema) -> TableSchema:
+    """A name-only TableSchema stand-in for key checking of tables not declared in ``schemas``."""
+    from pipelines.tables.schemas import Column
+
+    return TableSchema(name, tuple(Column(f.name, "string") for f in schema), ())
+
+
+def _plain_types(schema: pa.Schema) -> pa.Schema:
+    """Replace the view/large string types delta-rs may hand out with plain ``string``."""
+    fields = []
+    for field in schema:
+        kind = field.type
+        if pa.types.is_string_view(kind) or pa.types.is_large_string(kind):
+            kind = pa.string()
+        fields.append(field.with_type(kind))
+    return pa.schema(fields)
+
+
+def _arrow_filter(where: Where | None) -> pc.Expression | None:
+    if not where:
+        return None
+    expression: pc.Expression | None = None
+    for column, value in where.items():
+        field = pc.field(column)
+        if value is None:
+            term = field.is_null()
+        elif isinstance(value, list | tuple | set | frozenset):
+            term = field.isin(list(value))
+        else:
+            term = field == value
+        expression = term if expression is None else expression & term
+    return expression

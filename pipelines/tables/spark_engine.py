@@ -1,0 +1,263 @@
+"""The delta-spark table store: DataFrames in and out, for the Spark jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from pipelines.tables.base import (
+    DEFAULT_RETRY,
+    HistoryEntry,
+    MergeCounts,
+    RetryPolicy,
+    TableRef,
+    TableStore,
+    Where,
+    check_rows,
+    sql_literal,
+    sql_predicate,
+    table_name,
+)
+from pipelines.tables.schemas import TableSchema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+__all__ = ["SparkTableStore"]
+
+
+class SparkTableStore(TableStore):
+    """Delta tables read and written with delta-spark through ``spark``.
+
+    Rows in: a ``DataFrame`` (columns are selected by name and cast to the table's types), ``list[dict]`` or a
+    ``pyarrow.Table``. :meth:`read` returns a ``DataFrame``.
+    """
+
+    def __init__(self, spark: SparkSession, warehouse: str, *, retry: RetryPolicy = DEFAULT_RETRY) -> None:
+        super().__init__(warehouse, retry=retry)
+        self.spark = spark
+
+    def is_conflict(self, exc: BaseException) -> bool:
+        from delta.exceptions import (
+            ConcurrentAppendException,
+            ConcurrentDeleteDeleteException,
+            ConcurrentDeleteReadException,
+            ConcurrentTransactionException,
+            ConcurrentWriteException,
+            DeltaConcurrentModificationException,
+            MetadataChangedException,
+            ProtocolChangedException,
+        )
+
+        return isinstance(
+            exc,
+            (
+                DeltaConcurrentModificationException,
+                ConcurrentWriteException,
+                MetadataChangedException,
+                ProtocolChangedException,
+                ConcurrentAppendException,
+                ConcurrentDeleteReadException,
+                ConcurrentDeleteDeleteException,
+                ConcurrentTransactionException,
+            ),
+        )
+
+    # -- helpers --------------------------------------------------------------------------------------------
+
+    def _spark_schema(self, table: TableRef) -> StructType:
+        declared = self.declared_schema(table)
+        if declared is not None:
+            return declared.to_spark()
+        return self.spark.read.format("delta").load(self.table_uri(table)).schema
+
+    def _to_df(self, table: TableRef, rows: Any) -> DataFrame:
+        from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
+
+        schema = self._spark_schema(table)
+        if isinstance(rows, DataFrame):
+            unknown = sorted(set(rows.columns) - set(schema.fieldNames()))
+            if unknown:
+                raise ValueError(f"{table_name(table)}: unknown columns {unknown}")
+            return rows.select(
+                [
+                    (F.col(f"`{f.name}`") if f.name in rows.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+                    for f in schema.fields
+                ]
+            )
+        if not isinstance(rows, list | tuple):  # pyarrow.Table (duck-typed to keep pyarrow optional here)
+            rows = rows.to_pylist()
+        declared = self.declared_schema(table)
+        if declared is not None:
+            rows = check_rows(declared, rows)
+        names = schema.fieldNames()
+        tuples = [tuple(row.get(n) for n in names) for row in rows]
+        return self.spark.createDataFrame(tuples, schema=schema)
+
+    def _delta_table(self, table: TableRef) -> Any:
+        from delta.tables import DeltaTable
+
+        return DeltaTable.forPath(self.spark, self.table_uri(table))
+
+    # -- interface -------------------------------------------------------------------------------------------
+
+    def exists(self, table: TableRef) -> bool:
+        from delta.tables import DeltaTable
+
+        return bool(DeltaTable.isDeltaTable(self.spark, self.table_uri(table)))
+
+    def create_if_missing(self, schema: TableSchema) -> bool:
+        from delta.tables import DeltaTable
+
+        self._schemas[schema.name] = schema
+        if self.exists(schema):
+            return False
+        builder = DeltaTable.createIfNotExists(self.spark).location(self.table_uri(schema))
+        docs = {column.name: column.doc for column in schema.columns}
+        for field in schema.to_spark().fields:
+            builder = builder.addColumn(
+                field.name, field.dataType, nullable=field.nullable, comment=docs[field.name] or None
+            )
+        if schema.partition_by:
+            builder = builder.partitionedBy(*schema.partition_by)
+        if schema.doc:
+            builder = builder.comment(schema.doc)
+        self._retrying(builder.execute)
+        return True
+
+    def append(self, table: TableRef, rows: Any) -> None:
+        df = self._to_df(table, rows)
+        self._retrying(lambda: df.write.format("delta").mode("append").save(self.table_uri(table)))
+
+    def overwrite_partition(self, table: TableRef, predicate_columns: Where, rows: Any) -> None:
+        if not predicate_columns:
+            raise ValueError("overwrite_partition needs at least one predicate column")
+        df = self._to_df(table, rows)
+        predicate = sql_predicate(predicate_columns, "spark")
+        self._retrying(
+            lambda: (
+                df.write.format("delta").mode("overwrite").option("replaceWhere", predicate).save(self.table_uri(table))
+            )
+        )
+
+    def merge(
+        self, table: TableRef, rows: Any, keys: Sequence[str], update_columns: Sequence[str] | None = None
+    ) -> MergeCounts:
+        if not keys:
+            raise ValueError("merge needs at least one key column")
+        source = self._to_df(table, rows)
+        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+
+        def run() -> DataFrame:
+            merger = self._delta_table(table).alias("t").merge(source.alias("s"), on)
+            if update_columns is None:
+                merger = merger.whenMatchedUpdateAll()
+            elif update_columns:
+                merger = merger.whenMatchedUpdate(set={f"`{c}`": f"s.`{c}`" for c in update_columns})
+            return merger.whenNotMatchedInsertAll().execute()
+
+        result = self._retrying(run).first()
+        metrics = result.asDict() if result is not None else {}
+        return MergeCounts(
+            inserted=int(metrics.get("num_inserted_rows") or 0), updated=int(metrics.get("num_updated_rows") or 0)
+        )
+
+    def update(self, table: TableRef, where: Where, set_values: Mapping[str, Any]) -> int:
+        if not set_values:
+            raise ValueError("update needs at least one column to set")
+        types = {f.name: f.dataType for f in self._spark_schema(table).fields}
+        unknown = sorted(set(set_values) - set(types))
+        if unknown:
+            raise ValueError(f"{table_name(table)}: unknown columns {unknown}")
+        assignments = ", ".join(
+            f"`{column}` = {_typed_literal(value, types[column])}" for column, value in set_values.items()
+        )
+        path = self.table_uri(table).replace("`", "``")
+        statement = f"UPDATE delta.`{path}` SET {assignments} WHERE {sql_predicate(where, 'spark')}"
+        row = self._retrying(lambda: self.spark.sql(statement).first())
+        return int(row[0]) if row is not None else 0
+
+    def read(
+        self,
+        table: TableRef,
+        where: Where | None = None,
+        version: int | None = None,
+        timestamp: datetime | str | None = None,
+    ) -> DataFrame:
+        if version is not None and timestamp is not None:
+            raise ValueError("pass version or timestamp, not both")
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        if timestamp is not None:
+            text = timestamp.isoformat() if isinstance(timestamp, datetime) else timestamp
+            reader = reader.option("timestampAsOf", text)
+        df = reader.load(self.table_uri(table))
+        if where:
+            df = df.where(sql_predicate(where, "spark"))
+        declared = self.declared_schema(table)
+        if declared is not None:
+            df = df.select([f"`{c}`" for c in declared.column_names])
+        return df
+
+    def read_arrow(
+        self,
+        table: TableRef,
+        where: Where | None = None,
+        version: int | None = None,
+        timestamp: datetime | str | None = None,
+    ) -> pa.Table:
+        out = self.read(table, where, version=version, timestamp=timestamp).toArrow()
+        declared = self.declared_schema(table)
+        return out.cast(declared.to_arrow()) if declared is not None else out
+
+    def history(self, table: TableRef, limit: int | None = None) -> list[HistoryEntry]:
+        from pyspark.sql import functions as F
+
+        df = (
+            self._delta_table(table)
+            .history(limit)
+            .select(
+                "version",
+                F.unix_micros("timestamp").alias("micros"),
+                "operation",
+                "operationParameters",
+                "operationMetrics",
+            )
+        )
+        entries = [
+            HistoryEntry(
+                version=int(r["version"]),
+                timestamp=datetime.fromtimestamp(r["micros"] / 1_000_000, tz=timezone.utc),
+                operation=str(r["operation"]),
+                parameters=dict(r["operationParameters"] or {}),
+                metrics=dict(r["operationMetrics"] or {}),
+            )
+            for r in df.collect()
+        ]
+        return sorted(entries, key=lambda e: e.version, reverse=True)
+
+    def version(self, table: TableRef) -> int:
+        if not self.exists(table):
+            raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}")
+        row = self._delta_table(table).history(1).select("version").first()
+        return int(row[0])
+
+
+def _typed_literal(value: Any, data_type: DataType) -> str:
+    """A Spark SQL literal cast to the column's type (``NULL`` and empty arrays need the cast)."""
+    from pyspark.sql.types import ArrayType
+
+    type_sql = data_type.simpleString()
+    if value is None:
+        return f"CAST(NULL AS {type_sql})"
+    if isinstance(value, list | tuple):
+        if not isinstance(data_type, ArrayType):
+            raise TypeError(f"list value for non-array column of type {type_sql}")
+        items = ", ".join(_typed_literal(v, data_type.elementType) for v in value)
+        return f"CAST(array({items}) AS {type_sql})"
+    return f"CAST({sql_literal(value, 'spark')} AS {type_sql})"
