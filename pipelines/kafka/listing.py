@@ -1,0 +1,148 @@
+"""Directory listing and small-file reads for the log-dir scanner: ``os.scandir`` locally, fsspec elsewhere.
+
+One listing call per directory; sizes and modification times come from that listing (``DirEntry.stat`` locally,
+the ``ls(detail=True)`` dicts for fsspec), never from one ``stat`` per file.
+
+Modification-time precision depends on the backend (nanoseconds locally, often whole seconds over SFTP), so a
+fingerprint computed through one backend is only comparable with one computed through the same backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import stat as stat_mod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """One directory entry. ``is_dir`` follows symlinks (as Kafka's ``File.isDirectory`` does)."""
+
+    name: str
+    size: int
+    mtime_ns: int
+    is_dir: bool
+    is_symlink: bool = False
+
+
+class Lister(Protocol):
+    """What the scanner needs from a filesystem. Every method raises ``OSError`` on failure."""
+
+    def join(self, parent: str, name: str) -> str: ...
+
+    def list_dir(self, path: str) -> list[FileEntry]: ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def dir_mtime_ns(self, path: str) -> int | None: ...
+
+
+class LocalLister:
+    """The fast path: one ``os.scandir`` per directory."""
+
+    def join(self, parent: str, name: str) -> str:
+        return os.path.join(parent, name)
+
+    def list_dir(self, path: str) -> list[FileEntry]:
+        out: list[FileEntry] = []
+        with os.scandir(path) as it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                    is_link = stat_mod.S_ISLNK(st.st_mode)
+                    if is_link:  # follow it like Java's File; a dangling link keeps its own stat
+                        with contextlib.suppress(OSError):
+                            st = e.stat()
+                    is_dir = stat_mod.S_ISDIR(st.st_mode)
+                except OSError:
+                    # vanished between listing and stat: report it with unknown size/time
+                    out.append(FileEntry(e.name, 0, 0, False))
+                    continue
+                out.append(FileEntry(e.name, 0 if is_dir else st.st_size, st.st_mtime_ns, is_dir, is_link))
+        return out
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def dir_mtime_ns(self, path: str) -> int | None:
+        return os.stat(path).st_mtime_ns
+
+
+def _mtime_ns(info: dict[str, Any]) -> int:
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, datetime):
+            return int(value.timestamp() * 1_000_000_000)
+        if isinstance(value, (int, float)):
+            return int(value * 1_000_000_000) if value < 1e12 else int(value)
+        try:
+            return int(datetime.fromisoformat(str(value)).timestamp() * 1_000_000_000)
+        except ValueError:
+            continue
+    return 0
+
+
+class FsspecLister:
+    """Any fsspec filesystem (including a crawl backend's pre-listed one)."""
+
+    def __init__(self, fs: Any) -> None:
+        self.fs = fs
+
+    def join(self, parent: str, name: str) -> str:
+        return posixpath.join(parent, name)
+
+    def list_dir(self, path: str) -> list[FileEntry]:
+        try:
+            infos: Iterable[dict[str, Any]] = self.fs.ls(path, detail=True)
+        except OSError:
+            raise
+        except Exception as exc:  # some backends raise their own types; present them as storage errors
+            raise OSError(f"cannot list {path}: {exc}") from exc
+        infos = list(infos)
+        only = infos[0] if len(infos) == 1 else {}
+        if only and only.get("type") != "directory" and str(only.get("name", "")).rstrip("/") == path.rstrip("/"):
+            raise NotADirectoryError(path)  # fsspec lists a file as itself
+        out: list[FileEntry] = []
+        for info in infos:
+            name = posixpath.basename(str(info.get("name", "")).rstrip("/"))
+            if not name or name in (".", ".."):
+                continue
+            is_dir = info.get("type") == "directory"
+            size = 0 if is_dir else int(info.get("size") or 0)
+            out.append(FileEntry(name, size, _mtime_ns(info), is_dir, bool(info.get("islink", False))))
+        return out
+
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            data = self.fs.cat_file(path)
+        except OSError:
+            raise
+        except Exception as exc:
+            raise OSError(f"cannot read {path}: {exc}") from exc
+        return bytes(data)
+
+    def dir_mtime_ns(self, path: str) -> int | None:
+        return _mtime_ns(self.fs.info(path)) or None
+
+
+def lister_for(url_or_path: str, storage_options: dict[str, Any] | None = None, fs: Any = None) -> tuple[Lister, str]:
+    """Pick the lister and the backend-native path for a URL or plain path."""
+    if fs is None:
+        import fsspec.core
+
+        fs, path = fsspec.core.url_to_fs(url_or_path, **(storage_options or {}))
+    else:
+        path = fs._strip_protocol(url_or_path)
+    from fsspec.implementations.local import LocalFileSystem
+
+    if isinstance(fs, LocalFileSystem):
+        return LocalLister(), os.path.normpath(path)
+    return FsspecLister(fs), str(path).rstrip("/") or "/"

@@ -1,0 +1,468 @@
+"""Inventory of one Kafka log directory: root files, checkpoints, and every partition directory.
+
+``scan_log_dir`` reads what Kafka reads at startup and reports, as ``Problem``s, everything Kafka would choke on
+(severity ``fatal``: an unparseable directory name or two directories for one partition make ``LogManager.loadLogs``
+throw), refuse (``error``), or merely tolerate. It never raises for a file or directory below the root: each one
+that cannot be read becomes a problem with its path and the reason.
+
+Raises only when the root itself cannot be listed (``OSError``: missing, not a directory, no permission).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pipelines.kafka.checkpoints import (
+    LEADER_EPOCH,
+    LOG_START_OFFSET,
+    RECOVERY_POINT,
+    REPLICATION_OFFSET,
+    ROOT_CHECKPOINTS,
+    CheckpointError,
+    EpochEntry,
+    OffsetEntry,
+    read_leader_epoch_checkpoint,
+    read_offset_checkpoint,
+)
+from pipelines.kafka.listing import FileEntry, Lister, lister_for
+from pipelines.kafka.meta_properties import MetaProperties, read_meta_properties
+from pipelines.kafka.partition_metadata import FILE_NAME as PARTITION_METADATA
+from pipelines.kafka.partition_metadata import PartitionMetadataError, read_partition_metadata
+from pipelines.kafka.partition_name import (
+    CLUSTER_METADATA_TOPIC,
+    DirKind,
+    is_special_dir,
+    kafka_startup_message,
+    parse_partition_dir_name,
+)
+from pipelines.kafka.problems import Problem
+from pipelines.kafka.root_files import (
+    BOOTSTRAP_CHECKPOINT,
+    CLEAN_SHUTDOWN,
+    KNOWN_ROOT_FILES,
+    LOCK,
+    META_PROPERTIES,
+    QUORUM_STATE,
+    CleanShutdown,
+    MalformedQuorumState,
+    QuorumState,
+    is_tmp_leftover,
+    read_clean_shutdown,
+    read_quorum_state,
+)
+from pipelines.kafka.segment_files import FileName, classify_file
+from pipelines.kafka.uuid import METADATA_TOPIC_ID
+
+CROSS_CHECKED = (RECOVERY_POINT, LOG_START_OFFSET, REPLICATION_OFFSET)
+"""Checkpoints compared with the partition dirs (the cleaner checkpoint only lists compacted partitions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointInfo:
+    """One root checkpoint: ``status`` is ok | empty_file | missing | malformed | version_mismatch |
+    count_mismatch | unreadable."""
+
+    name: str
+    status: str
+    version: int | None = None
+    declared_count: int | None = None
+    entries: tuple[OffsetEntry, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDirInventory:
+    """One subdirectory of the log dir that Kafka would treat as a partition directory (or fail on)."""
+
+    name: str
+    path: str
+    kind: DirKind
+    topic: str | None
+    partition: int | None
+    unique_id: str | None
+    topic_may_be_truncated: bool
+    topic_id: str | None
+    partition_metadata_status: str
+    files: int
+    bytes: int
+    log_bytes: int
+    index_bytes: int
+    segment_count: int
+    min_base_offset: int | None
+    max_base_offset: int | None
+    oldest_mtime_ms: int | None
+    newest_mtime_ms: int | None
+    dir_mtime_ms: int | None
+    fingerprint: str
+    entries: tuple[FileEntry, ...] = ()
+    leader_epochs: tuple[EpochEntry, ...] = ()
+    quorum_state: QuorumState | None = None
+    problems: tuple[Problem, ...] = ()
+
+    def classified_files(self) -> list[tuple[FileEntry, FileName]]:
+        """Every file entry with its parsed name (for per-file detail rows)."""
+        return [(e, classify_file(e.name)) for e in self.entries if not e.is_dir]
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirInventory:
+    log_dir: str
+    dir_mtime_ms: int | None
+    meta_properties: MetaProperties | None
+    meta_properties_status: str  # ok | missing | unreadable | invalid
+    checkpoints: Mapping[str, CheckpointInfo]
+    clean_shutdown: CleanShutdown | None
+    has_lock_file: bool
+    bootstrap_checkpoint_bytes: int | None
+    tmp_leftovers: tuple[str, ...]
+    special_dirs: tuple[str, ...]
+    unknown_root_files: tuple[str, ...]
+    root_files: tuple[FileEntry, ...]
+    partition_dirs: tuple[PartitionDirInventory, ...]
+    problems: tuple[Problem, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def has_cluster_metadata(self) -> bool:
+        return any(d.kind == "metadata" and d.topic == CLUSTER_METADATA_TOPIC for d in self.partition_dirs)
+
+    @property
+    def has_bootstrap_checkpoint(self) -> bool:
+        return self.bootstrap_checkpoint_bytes is not None
+
+    @property
+    def all_problems(self) -> tuple[Problem, ...]:
+        """Root problems followed by every partition dir's problems."""
+        return self.problems + tuple(p for d in self.partition_dirs for p in d.problems)
+
+
+# -- fingerprint ----------------------------------------------------------------------------------
+
+
+def fingerprint_entries(entries: Iterable[tuple[str, int, int]]) -> str:
+    """sha256 (hex) over the sorted ``(name, size, mtime_ns)`` triples of a directory's entries.
+
+    The crawl and the executor both call this; feed it ``fingerprint_triples(listing)`` so both sides agree on
+    what a subdirectory contributes.
+    """
+    h = hashlib.sha256()
+    for name, size, mtime_ns in sorted(entries):
+        h.update(name.encode("utf-8", "surrogateescape"))
+        h.update(f"\0{int(size)}\0{int(mtime_ns)}\n".encode("ascii"))
+    return h.hexdigest()
+
+
+def fingerprint_triples(entries: Iterable[FileEntry]) -> list[tuple[str, int, int]]:
+    """Files as ``(name, size, mtime_ns)``; subdirectories as ``(name + "/", 0, mtime_ns)``."""
+    return [(e.name + "/", 0, e.mtime_ns) if e.is_dir else (e.name, e.size, e.mtime_ns) for e in entries]
+
+
+def fingerprint_dir(path: str, storage_options: dict[str, Any] | None = None, *, fs: Any = None) -> str:
+    """List ``path`` (one listing) and fingerprint it. Raises ``OSError`` when it cannot be listed."""
+    lister, native = lister_for(path, storage_options, fs)
+    return fingerprint_entries(fingerprint_triples(lister.list_dir(native)))
+
+
+# -- scanning -------------------------------------------------------------------------------------
+
+
+def _ms(ns: int | None) -> int | None:
+    return None if ns is None or ns <= 0 else ns // 1_000_000
+
+
+def _read(lister: Lister, path: str, problems: list[Problem], what: str) -> bytes | None:
+    try:
+        return lister.read_bytes(path)
+    except OSError as exc:
+        problems.append(Problem("error", f"{what}_unreadable", f"{type(exc).__name__}: {exc}", path))
+        return None
+
+
+def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> PartitionDirInventory:
+    parsed = parse_partition_dir_name(entry.name)
+    problems: list[Problem] = []
+    if not parsed.parsed:
+        problems.append(
+            Problem("fatal", "unparseable_dir_name", f"{kafka_startup_message(entry.name)} ({parsed.reason})", path)
+        )
+    if parsed.topic_may_be_truncated:
+        problems.append(Problem("info", "topic_may_be_truncated", "name is 255 chars: the topic may be cut", path))
+    try:
+        entries = tuple(lister.list_dir(path))
+    except OSError as exc:
+        problems.append(Problem("error", "dir_unreadable", f"{type(exc).__name__}: {exc}", path))
+        return PartitionDirInventory(
+            entry.name, path, parsed.kind, parsed.topic, parsed.partition, parsed.unique_id,
+            parsed.topic_may_be_truncated, None, "unreadable", 0, 0, 0, 0, 0, None, None, None, None,
+            _ms(entry.mtime_ns), "", problems=tuple(problems),
+        )  # fmt: skip
+    files = [e for e in entries if not e.is_dir]
+    for sub in (e for e in entries if e.is_dir):
+        problems.append(Problem("warning", "subdirectory", f"unexpected subdirectory {sub.name!r}", path))
+    log_bytes = index_bytes = 0
+    log_offsets: list[int] = []
+    index_offsets: set[int] = set()
+    unknown: list[str] = []
+    transient: list[str] = []
+    names = {e.name for e in files}
+    for e in files:
+        fn = classify_file(e.name)
+        if fn.kind == "segment":
+            if fn.state:
+                transient.append(e.name)
+            elif fn.suffix == ".log":
+                log_bytes += e.size
+                log_offsets.append(fn.base_offset or 0)
+            elif fn.is_index:
+                index_bytes += e.size
+                index_offsets.add(fn.base_offset or 0)
+        elif fn.kind == "tmp":
+            problems.append(Problem("warning", "tmp_leftover", f"interrupted atomic write: {e.name}", path))
+        elif fn.kind == "raft_snapshot_partial" or fn.kind == "raft_snapshot_deleted":
+            transient.append(e.name)
+        elif fn.kind == "unknown":
+            unknown.append(e.name)
+    if transient:
+        problems.append(
+            Problem("info", "transient_files", f"{len(transient)} .deleted/.cleaned/.swap/.part file(s)", path)
+        )
+    if unknown:
+        problems.append(Problem("info", "unknown_files", f"unknown file(s): {', '.join(sorted(unknown)[:10])}", path))
+    orphans = index_offsets - set(log_offsets)
+    if orphans:
+        problems.append(
+            Problem("info", "index_without_log", f"{len(orphans)} index file set(s) without their .log", path)
+        )
+    if not log_offsets and not index_offsets and parsed.kind != "unparseable":
+        problems.append(Problem("info", "no_segment_files", "no segment files", path))
+
+    topic_id: str | None = None
+    pm_status = "missing"
+    if PARTITION_METADATA in names:
+        pm_path = lister.join(path, PARTITION_METADATA)
+        data = _read(lister, pm_path, problems, "partition_metadata")
+        if data is None:
+            pm_status = "unreadable"
+        else:
+            try:
+                pm = read_partition_metadata(data)
+            except PartitionMetadataError as exc:
+                pm_status = exc.status
+                problems.append(Problem("error", f"partition_metadata_{exc.status}", str(exc), pm_path))
+            else:
+                pm_status, topic_id = "ok", str(pm.topic_id)
+                problems.extend(p.at(pm_path) for p in pm.problems)
+                is_metadata = parsed.kind == "metadata"
+                if (pm.topic_id == METADATA_TOPIC_ID) != is_metadata:
+                    problems.append(
+                        Problem("warning", "unexpected_topic_id", f"topic_id {topic_id} for {parsed.kind} dir", pm_path)
+                    )
+    elif parsed.kind != "unparseable":
+        problems.append(Problem("warning", "partition_metadata_missing", "no partition.metadata", path))
+
+    epochs: tuple[EpochEntry, ...] = ()
+    if LEADER_EPOCH in names:
+        le_path = lister.join(path, LEADER_EPOCH)
+        data = _read(lister, le_path, problems, "leader_epoch_checkpoint")
+        if data is not None:
+            try:
+                epochs = read_leader_epoch_checkpoint(data).entries
+            except CheckpointError as exc:
+                problems.append(Problem("error", "leader_epoch_checkpoint_malformed", str(exc), le_path))
+
+    quorum: QuorumState | None = None
+    if QUORUM_STATE in names:
+        qs_path = lister.join(path, QUORUM_STATE)
+        data = _read(lister, qs_path, problems, "quorum_state")
+        if data is not None:
+            try:
+                quorum = read_quorum_state(data)
+            except MalformedQuorumState as exc:
+                problems.append(Problem("error", "quorum_state_malformed", str(exc), qs_path))
+
+    mtimes = [e.mtime_ns for e in files if e.mtime_ns > 0]
+    return PartitionDirInventory(
+        name=entry.name,
+        path=path,
+        kind=parsed.kind,
+        topic=parsed.topic,
+        partition=parsed.partition,
+        unique_id=parsed.unique_id,
+        topic_may_be_truncated=parsed.topic_may_be_truncated,
+        topic_id=topic_id,
+        partition_metadata_status=pm_status,
+        files=len(files),
+        bytes=sum(e.size for e in files),
+        log_bytes=log_bytes,
+        index_bytes=index_bytes,
+        segment_count=len(log_offsets),
+        min_base_offset=min(log_offsets) if log_offsets else None,
+        max_base_offset=max(log_offsets) if log_offsets else None,
+        oldest_mtime_ms=_ms(min(mtimes)) if mtimes else None,
+        newest_mtime_ms=_ms(max(mtimes)) if mtimes else None,
+        dir_mtime_ms=_ms(entry.mtime_ns),
+        fingerprint=fingerprint_entries(fingerprint_triples(entries)),
+        entries=entries,
+        leader_epochs=epochs,
+        quorum_state=quorum,
+        problems=tuple(problems),
+    )
+
+
+def _read_checkpoint(lister: Lister, root: str, name: str, present: bool, problems: list[Problem]) -> CheckpointInfo:
+    if not present:
+        return CheckpointInfo(name, "missing")
+    path = lister.join(root, name)
+    data = _read(lister, path, problems, "checkpoint")
+    if data is None:
+        return CheckpointInfo(name, "unreadable")
+    try:
+        cp = read_offset_checkpoint(data)
+    except CheckpointError as exc:
+        problems.append(Problem("error", f"checkpoint_{exc.status}", str(exc), path))
+        return CheckpointInfo(name, exc.status, error=str(exc))
+    return CheckpointInfo(name, cp.status, cp.version, cp.declared_count, cp.entries)
+
+
+def _cross_check(
+    root: str, checkpoints: Mapping[str, CheckpointInfo], dirs: list[PartitionDirInventory]
+) -> list[Problem]:
+    """Checkpoint entries without a partition dir, and live dirs a checkpoint does not list (both normal-ish)."""
+    problems: list[Problem] = []
+    live = {(d.topic, d.partition) for d in dirs if d.kind == "live"}
+    for name in CROSS_CHECKED:
+        cp = checkpoints[name]
+        if cp.status not in ("ok", "empty_file"):
+            continue
+        listed = {(e.topic, e.partition) for e in cp.entries}
+        absent = sorted(f"{t}-{p}" for t, p in listed - live)
+        if absent:
+            problems.append(
+                Problem("info", "checkpoint_entry_without_dir", f"{name}: {len(absent)}: {', '.join(absent)}", root)
+            )
+        unlisted = sorted(f"{t}-{p}" for t, p in live - listed)
+        # log-start-offset-checkpoint only lists logs whose start moved past their first segment: absence is normal
+        if unlisted and cp.status == "ok" and name != LOG_START_OFFSET:
+            problems.append(
+                Problem("info", "dir_absent_from_checkpoint", f"{name}: {len(unlisted)}: {', '.join(unlisted)}", root)
+            )
+    return problems
+
+
+def _duplicates(dirs: list[PartitionDirInventory]) -> list[Problem]:
+    """Two live (or two future) dirs for one partition: Kafka throws "Duplicate log directories" at startup."""
+    groups: dict[tuple[str, str | None, int | None], list[str]] = defaultdict(list)
+    for d in dirs:
+        if d.kind in ("live", "future"):
+            groups[(d.kind, d.topic, d.partition)].append(d.name)
+    return [
+        Problem("fatal", "duplicate_log_dirs", f"{kind} dirs {sorted(names)} are all {topic}-{partition}", "")
+        for (kind, topic, partition), names in sorted(groups.items(), key=str)
+        if len(names) > 1
+    ]
+
+
+def scan_log_dir(url_or_path: str, storage_options: dict[str, Any] | None = None, *, fs: Any = None) -> LogDirInventory:
+    """Inventory one log dir (a local path, ``file://`` URL, or any fsspec URL / filesystem).
+
+    Raises:
+        OSError: the root cannot be listed. Nothing below the root raises.
+    """
+    lister, root = lister_for(url_or_path, storage_options, fs)
+    top = lister.list_dir(root)
+    problems: list[Problem] = []
+    try:
+        dir_mtime = _ms(lister.dir_mtime_ns(root))
+    except OSError:
+        dir_mtime = None
+
+    files = {e.name: e for e in top if not e.is_dir}
+    subdirs = sorted((e for e in top if e.is_dir), key=lambda e: e.name)
+
+    meta: MetaProperties | None = None
+    meta_status = "missing"
+    if META_PROPERTIES in files:
+        mp_path = lister.join(root, META_PROPERTIES)
+        data = _read(lister, mp_path, problems, "meta_properties")
+        if data is None:
+            meta_status = "unreadable"
+        else:
+            meta = read_meta_properties(data)
+            meta_status = "ok" if meta.kafka_would_accept else "invalid"
+            problems.extend(p.at(mp_path) for p in meta.problems)
+    else:
+        problems.append(
+            Problem("error", "meta_properties_missing", "no meta.properties (KRaft refuses an unformatted dir)", root)
+        )
+
+    checkpoints = {name: _read_checkpoint(lister, root, name, name in files, problems) for name in ROOT_CHECKPOINTS}
+
+    clean: CleanShutdown | None = None
+    if CLEAN_SHUTDOWN in files:
+        cs_path = lister.join(root, CLEAN_SHUTDOWN)
+        data = _read(lister, cs_path, problems, "clean_shutdown")
+        if data is not None:
+            clean = read_clean_shutdown(data)
+            problems.extend(p.at(cs_path) for p in clean.problems)
+
+    tmp = tuple(sorted(n for n in files if is_tmp_leftover(n)))
+    for name in tmp:
+        problems.append(
+            Problem("warning", "tmp_leftover", f"interrupted atomic write: {name}", lister.join(root, name))
+        )
+    unknown = tuple(sorted(n for n in files if n not in KNOWN_ROOT_FILES and not is_tmp_leftover(n)))
+    for name in unknown:
+        problems.append(
+            Problem("info", "unknown_root_file", f"Kafka ignores files here: {name}", lister.join(root, name))
+        )
+
+    special: list[str] = []
+    dirs: list[PartitionDirInventory] = []
+    for e in subdirs:
+        path = lister.join(root, e.name)
+        if is_special_dir(e.name):
+            special.append(e.name)
+            continue
+        if e.name.startswith("."):
+            problems.append(Problem("warning", "hidden_dir", f"hidden directory {e.name!r}", path))
+        if e.is_symlink:
+            problems.append(Problem("warning", "symlinked_dir", f"{e.name!r} is a symbolic link", path))
+        dirs.append(_scan_partition_dir(lister, path, e))
+    for e in (f for f in files.values() if f.is_symlink):
+        problems.append(Problem("info", "symlinked_file", f"{e.name!r} is a symbolic link", lister.join(root, e.name)))
+
+    problems.extend(_duplicates(dirs))
+    problems.extend(_cross_check(root, checkpoints, dirs))
+    bootstrap = files.get(BOOTSTRAP_CHECKPOINT)
+    return LogDirInventory(
+        log_dir=root,
+        dir_mtime_ms=dir_mtime,
+        meta_properties=meta,
+        meta_properties_status=meta_status,
+        checkpoints=MappingProxyType(checkpoints),
+        clean_shutdown=clean,
+        has_lock_file=LOCK in files,
+        bootstrap_checkpoint_bytes=bootstrap.size if bootstrap else None,
+        tmp_leftovers=tmp,
+        special_dirs=tuple(special),
+        unknown_root_files=unknown,
+        root_files=tuple(sorted(files.values(), key=lambda f: f.name)),
+        partition_dirs=tuple(dirs),
+        problems=tuple(problems),
+    )
+
+
+__all__ = [
+    "CheckpointInfo",
+    "LogDirInventory",
+    "PartitionDirInventory",
+    "fingerprint_dir",
+    "fingerprint_entries",
+    "fingerprint_triples",
+    "scan_log_dir",
+]
