@@ -1,0 +1,326 @@
+"""The plan state machine, kept in Delta (``gc_plans``) with every attempt recorded in ``gc_plan_audit``.
+
+States: ``proposed → approved | rejected | expired | superseded``, then ``applying → applied | partially_applied |
+failed``, and ``restored``. A transition is a compare-and-set: the ``gc_plans`` row is updated only where its
+``status``, ``content_hash`` and ``updated_at`` are still what the caller read. If another writer got there first
+the update matches no row, the row is read again and the decision re-validated, so two racing decisions never
+both win and neither is lost: the loser gets a :class:`PolicyViolation` and its attempt is audited.
+
+Approvals bind to ``content_hash``: re-registering a plan id with other content resets its approvals and status.
+
+Not guaranteed: the ``gc_plans`` update and its audit row are two Delta commits (two tables); a process killed
+between them leaves a transition without its audit row. The executor therefore re-derives approvals from the
+audit table too (:func:`audited_approvers`), so a missing audit row can block an apply but never enable one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pipelines.config.models import PolicyConfig
+from pipelines.errors import PlanError, PolicyViolation
+from pipelines.plan import policy as rules
+from pipelines.plan.model import GcPlan, compute_content_hash
+from pipelines.tables.base import TableStore
+from pipelines.tables.schemas import ALL_TABLES
+
+PROPOSED, APPROVED, REJECTED, EXPIRED, SUPERSEDED = "proposed", "approved", "rejected", "expired", "superseded"
+APPLYING, APPLIED, FAILED, RESTORED = "applying", "applied", "failed", "restored"
+PARTIALLY_APPLIED = "partially_applied"
+
+#: status → statuses it may move to.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    PROPOSED: frozenset({PROPOSED, APPROVED, REJECTED, EXPIRED, SUPERSEDED}),
+    APPROVED: frozenset({APPLYING, EXPIRED, PROPOSED}),
+    APPLYING: frozenset({APPLYING, APPLIED, PARTIALLY_APPLIED, FAILED}),
+    PARTIALLY_APPLIED: frozenset({APPLYING, RESTORED}),
+    FAILED: frozenset({APPLYING, RESTORED}),
+    APPLIED: frozenset({APPLYING, RESTORED}),
+    REJECTED: frozenset(),
+    EXPIRED: frozenset(),
+    SUPERSEDED: frozenset(),
+    RESTORED: frozenset(),
+}
+#: Statuses in which an executor may (continue to) apply a plan.
+EXECUTABLE = frozenset({APPROVED, APPLYING, PARTIALLY_APPLIED, FAILED, APPLIED})
+
+TABLES = ("gc_plans", "gc_plan_items", "gc_plan_audit")
+MAX_ATTEMPTS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRecord:
+    """One ``gc_plans`` row, typed."""
+
+    plan_id: str
+    cluster: str
+    status: str
+    content_hash: str
+    approvals: tuple[str, ...]
+    created_at: datetime
+    created_by: str
+    updated_at: datetime
+    expires_at: datetime | None
+    superseded_by: str | None
+    item_count: int
+    total_bytes: int
+    plan_json: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> PlanRecord:
+        return cls(
+            plan_id=row["plan_id"], cluster=row["cluster"], status=row["status"],
+            content_hash=row["content_hash"], approvals=tuple(row.get("approvals") or ()),
+            created_at=row["created_at"], created_by=row["created_by"], updated_at=row["updated_at"],
+            expires_at=row.get("expires_at"), superseded_by=row.get("superseded_by"),
+            item_count=row.get("item_count") or 0, total_bytes=row.get("total_bytes") or 0,
+            plan_json=row["plan_json"],
+        )
+
+    def plan(self) -> GcPlan:
+        """The stored plan, parsed; a plan whose JSON does not match its own hash raises PlanError."""
+        try:
+            plan = GcPlan.from_json(self.plan_json)
+        except ValueError as exc:
+            raise PlanError(f"plan {self.plan_id}: stored plan JSON is invalid or tampered: "
+                            f"{str(exc).splitlines()[0]}") from None
+        if compute_content_hash(plan) != self.content_hash:
+            raise PlanError(f"plan {self.plan_id}: stored plan content does not match its recorded content_hash")
+        return plan
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def ensure_tables(store: TableStore) -> None:
+    for name in TABLES:
+        store.create_if_missing(ALL_TABLES[name])
+
+
+def get_plan(store: TableStore, plan_id: str) -> PlanRecord:
+    """Raises PlanError for an unknown id."""
+    rows = store.read_rows("gc_plans", {"plan_id": plan_id})
+    if not rows:
+        raise PlanError(f"no plan {plan_id!r} in gc_plans")
+    if len(rows) > 1:
+        raise PlanError(f"plan {plan_id!r} has {len(rows)} rows in gc_plans (table damaged)")
+    return PlanRecord.from_row(rows[0])
+
+
+def list_plans(store: TableStore, cluster: str | None = None) -> list[PlanRecord]:
+    rows = store.read_rows("gc_plans", {"cluster": cluster} if cluster else None)
+    records = [PlanRecord.from_row(r) for r in rows]
+    return sorted(records, key=lambda r: (r.created_at, r.plan_id))
+
+
+def audit_rows(store: TableStore, plan_id: str) -> list[dict[str, Any]]:
+    rows = store.read_rows("gc_plan_audit", {"plan_id": plan_id})
+    return sorted(rows, key=lambda r: r["at"])
+
+
+def audited_approvers(store: TableStore, plan_id: str, content_hash: str) -> tuple[str, ...]:
+    """Distinct actors whose approval of exactly ``content_hash`` was accepted, from the audit table."""
+    names = {r["actor"] for r in audit_rows(store, plan_id)
+             if r["action"] == "approve" and r["content_hash"] == content_hash}
+    return tuple(sorted(names))
+
+
+def _audit(store: TableStore, plan_id: str, at: datetime, actor: str, action: str, from_status: str | None,
+           to_status: str | None, comment: str, content_hash: str | None) -> None:
+    store.append("gc_plan_audit", [{
+        "plan_id": plan_id, "at": at, "actor": actor, "action": action, "from_status": from_status,
+        "to_status": to_status, "comment": comment, "content_hash": content_hash,
+    }])
+
+
+def _stamp(previous: datetime, now: datetime) -> datetime:
+    """A new ``updated_at``: now, but strictly after the previous one (it is the row's revision token)."""
+    return now if now > previous else previous + timedelta(microseconds=1)
+
+
+Decide = Callable[[PlanRecord], tuple[str, dict[str, Any]]]
+
+
+def _transition(store: TableStore, plan_id: str, *, actor: str, action: str, comment: str, decide: Decide,
+                now: datetime | None) -> PlanRecord:
+    """Compare-and-set loop. ``decide(record)`` returns (new status, extra column values) or raises a refusal."""
+    for _ in range(MAX_ATTEMPTS):
+        record = get_plan(store, plan_id)
+        at = now or _now()
+        try:
+            to_status, values = decide(record)
+            if to_status not in TRANSITIONS[record.status]:
+                raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; cannot {action} it")
+        except PlanError as exc:
+            _audit(store, plan_id, at, actor, f"{action}_refused", record.status, None, str(exc),
+                   record.content_hash)
+            raise
+        stamp = _stamp(record.updated_at, at)
+        guard = {"plan_id": plan_id, "status": record.status, "content_hash": record.content_hash,
+                 "updated_at": record.updated_at}
+        if store.update("gc_plans", guard, {"status": to_status, "updated_at": stamp, **values}) == 1:
+            _audit(store, plan_id, stamp, actor, action, record.status, to_status, comment, record.content_hash)
+            return get_plan(store, plan_id)
+    raise PlanError(f"plan {plan_id}: gave up after {MAX_ATTEMPTS} conflicting concurrent transitions")
+
+
+def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: PolicyConfig,
+                  now: datetime | None = None) -> PlanRecord:
+    """Load a plan into the tables as ``proposed`` (idempotent for identical content) and supersede older ones.
+
+    A plan id already present with other content is replaced only while it is proposed or approved; its
+    approvals are dropped (they were bound to the old hash).
+    """
+    plan = plan if plan.content_hash else plan.with_hash()
+    ensure_tables(store)
+    at = now or _now()
+    existing = store.read_rows("gc_plans", {"plan_id": plan.plan_id})
+    items = plan_item_rows(plan)
+    if not existing:
+        store.append("gc_plans", [{
+            "plan_id": plan.plan_id, "cluster": plan.cluster, "created_at": plan.created_at,
+            "created_by": plan.created_by, "run_id": plan.run_id, "metadata_offset": plan.metadata_offset,
+            "content_hash": plan.content_hash, "status": PROPOSED, "item_count": len(plan.items),
+            "total_bytes": plan.total_bytes, "expires_at": rules.expiry_of(plan, policy), "superseded_by": None,
+            "approvals": [], "updated_at": at, "plan_json": plan.to_json(),
+        }])
+        store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, items)
+        _audit(store, plan.plan_id, at, actor, "register", None, PROPOSED, "", plan.content_hash)
+    elif existing[0]["content_hash"] != plan.content_hash:
+        def replace(record: PlanRecord) -> tuple[str, dict[str, Any]]:
+            if record.status not in (PROPOSED, APPROVED):
+                raise rules.refuse("immutable_after_apply", f"plan {plan.plan_id} is {record.status}; "
+                                   "its content can no longer change (register it under a new id)")
+            return PROPOSED, {"content_hash": plan.content_hash, "plan_json": plan.to_json(), "approvals": [],
+                              "item_count": len(plan.items), "total_bytes": plan.total_bytes,
+                              "expires_at": rules.expiry_of(plan, policy)}
+
+        _transition(store, plan.plan_id, actor=actor, action="content_changed",
+                    comment=f"new content {plan.content_hash}; approvals reset", decide=replace, now=now)
+        store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, items)
+    supersede_older(store, plan, actor=actor, now=now)
+    return get_plan(store, plan.plan_id)
+
+
+def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetime | None = None) -> list[str]:
+    """Among the cluster's proposed plans, the newest (created_at, then plan_id) supersedes every other one.
+
+    Returns the ids marked superseded. A plan approved or decided meanwhile is left alone (its transition
+    refuses) since only unapproved plans are superseded.
+    """
+    proposed = [r for r in list_plans(store, plan.cluster) if r.status == PROPOSED]
+    if len(proposed) < 2:
+        return []
+    newest = max(proposed, key=lambda r: (r.created_at, r.plan_id))
+    done: list[str] = []
+    for other in proposed:
+        if other.plan_id == newest.plan_id:
+            continue
+
+        def mark(record: PlanRecord) -> tuple[str, dict[str, Any]]:
+            if record.status != PROPOSED:
+                raise rules.refuse("state_machine", f"plan {record.plan_id} is {record.status}; not superseded")
+            return SUPERSEDED, {"superseded_by": newest.plan_id}
+
+        try:
+            _transition(store, other.plan_id, actor=actor, action="supersede", comment=f"by {newest.plan_id}",
+                        decide=mark, now=now)
+        except PolicyViolation:
+            continue
+        done.append(other.plan_id)
+    return done
+
+
+def approve(store: TableStore, plan_id: str, *, by: str, policy: PolicyConfig, comment: str = "",
+            now: datetime | None = None, detect_grace_ms: int | None = None) -> PlanRecord:
+    """Add ``by``'s approval; the plan becomes ``approved`` once ``policy.approvals_required`` distinct people did.
+
+    Raises:
+        PolicyViolation: a rule refuses (the message names it); an expired plan is first marked ``expired``.
+        PlanError: unknown plan, or stored content that does not match its hash.
+    """
+    clock = now or _now()
+    expired: list[bool] = []
+
+    def decide(record: PlanRecord) -> tuple[str, dict[str, Any]]:
+        plan = record.plan()
+        if record.status == PROPOSED and clock >= rules.expiry_of(plan, policy):
+            expired.append(True)
+            return EXPIRED, {}
+        if record.status != PROPOSED:
+            raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; only a proposed plan can be "
+                               "approved")
+        rules.check_plan(plan, policy, detect_grace_ms=detect_grace_ms)
+        rules.check_approver(plan, policy, by, record.approvals)
+        approvals = [*record.approvals, by.strip()]
+        status = APPROVED if len(approvals) >= policy.approvals_required else PROPOSED
+        return status, {"approvals": approvals}
+
+    record = _transition(store, plan_id, actor=by, action="approve", comment=comment, decide=decide, now=now)
+    if expired:
+        _audit(store, plan_id, _now(), by, "approve_refused", EXPIRED, None, "plan expired", record.content_hash)
+        raise rules.refuse("plan_expiry", f"plan {plan_id} expired at {record.expires_at}; it was marked expired")
+    return record
+
+
+def reject(store: TableStore, plan_id: str, *, by: str, reason: str, now: datetime | None = None) -> PlanRecord:
+    """Reject a proposed plan. Raises PolicyViolation without a reason or when the plan is already decided."""
+    def decide(record: PlanRecord) -> tuple[str, dict[str, Any]]:
+        if not by.strip():
+            raise rules.refuse("approver_named", "a rejection needs a non-empty --by NAME")
+        if not reason.strip():
+            raise rules.refuse("reject_reason", "a rejection needs a --reason")
+        if record.status != PROPOSED:
+            raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; only a proposed plan can be "
+                               "rejected")
+        return REJECTED, {}
+
+    return _transition(store, plan_id, actor=by, action="reject", comment=reason, decide=decide, now=now)
+
+
+def set_status(store: TableStore, plan_id: str, to_status: str, *, actor: str, comment: str = "",
+               allowed_from: Iterable[str] | None = None, now: datetime | None = None) -> PlanRecord:
+    """Executor-side transition (``applying``, ``applied`` ...). A no-op if the plan is already ``to_status``."""
+    allowed = frozenset(allowed_from) if allowed_from is not None else None
+
+    def decide(record: PlanRecord) -> tuple[str, dict[str, Any]]:
+        if allowed is not None and record.status not in allowed:
+            raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; expected one of "
+                               f"{sorted(allowed)}")
+        return to_status, {}
+
+    current = get_plan(store, plan_id)
+    if current.status == to_status:
+        return current
+    return _transition(store, plan_id, actor=actor, action=f"set_{to_status}", comment=comment, decide=decide,
+                       now=now)
+
+
+def expire_due(store: TableStore, policy: PolicyConfig, *, actor: str = "logdir-gc",
+               now: datetime | None = None) -> list[str]:
+    """Mark proposed/approved plans past their expiry as expired; returns their ids."""
+    clock = now or _now()
+    done = []
+    for record in list_plans(store):
+        if record.status in (PROPOSED, APPROVED) and clock >= rules.expiry_of(record.plan(), policy):
+            try:
+                set_status(store, record.plan_id, EXPIRED, actor=actor, comment="past expiry",
+                           allowed_from=(PROPOSED, APPROVED), now=now)
+            except PolicyViolation:
+                continue
+            done.append(record.plan_id)
+    return done
+
+
+def plan_item_rows(plan: GcPlan) -> list[dict[str, Any]]:
+    return [{
+        "plan_id": plan.plan_id, "item_id": i.item_id, "cluster": plan.cluster, "broker_id": i.broker_id,
+        "log_dir": i.log_dir, "dir_name": i.dir_name, "topic": i.topic, "partition": i.partition,
+        "topic_id": i.topic_id, "class": i.class_, "bytes": i.bytes, "fingerprint": i.fingerprint,
+        "reason": i.reason,
+    } for i in plan.items]
+
