@@ -1,0 +1,261 @@
+"""``sftp://`` log dirs: ONE remote command per log dir over SSH, served as a pre-listed filesystem.
+
+The command (POSIX sh on the broker host, GNU ``find``/``tar``/``stat``) writes to stdout, in order:
+
+1. ``find -L . -mindepth 1 -maxdepth 2 -printf '<link>\\t%y\\t%s\\t%T@\\t%P\\0'`` — every entry to depth 2,
+   links followed (``<link>`` is 1 for a symbolic link, from ``-xtype l``), NUL-terminated;
+2. an empty record (one extra NUL) ending the listing;
+3. ``stat -f -c '%S %b %f %a' .`` — block size, blocks, free, available — then a NUL;
+4. a ``tar`` stream of just the small files the inventory reads (``partition.metadata``, ``meta.properties``,
+   checkpoints, ``.kafka_cleanshutdown``), each under 1 MiB.
+
+``find``/``tar`` complaints on stderr (``Permission denied`` and the like) become listing or read errors. A file
+the scan reads that was not prefetched is read lazily over SFTP on the same connection. When the remote ``find``
+has no ``-printf`` (BusyBox), :class:`NoGnuFind` is raised and the registry falls back to the generic fsspec
+backend over ``sshfs``.
+
+Not guaranteed: the listing is one consistent pass of ``find``, not a snapshot; a file rewritten between the
+listing and the ``tar`` may show a size that differs from its prefetched content.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import select
+import shlex
+import tarfile
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from pipelines.crawl.backends.ssh_options import SshTarget, ssh_target
+from pipelines.crawl.listing import (
+    BROKEN_LINK,
+    PARTITION_SMALL_FILES,
+    ROOT_SMALL_FILES,
+    SMALL_FILE_LIMIT,
+    FsTotals,
+    ListedEntry,
+    Listing,
+    ListingError,
+    error_class_for_reason,
+)
+from pipelines.errors import PipelinesError
+
+SCHEMES: tuple[str, ...] = ("sftp", "ssh")
+_CD_FAILED = 97
+_KINDS = {"f": "file", "d": "directory"}
+_STDERR = re.compile(r"^(find|tar): (?:'(.*?)'|(\S.*?)): (.+)$")
+
+
+class NoGnuFind(PipelinesError):
+    """The remote ``find`` does not support ``-printf``; use the generic SFTP listing instead."""
+
+
+def remote_command(root: str) -> str:
+    """The shell command listing ``root`` (see module docstring)."""
+    wanted = [f"-path ./{shlex.quote(n)}" for n in ROOT_SMALL_FILES]
+    wanted += [f"-path './*/{n}'" for n in PARTITION_SMALL_FILES]
+    select_expr = " -o ".join(wanted)
+    kib = SMALL_FILE_LIMIT // 1024
+    return (
+        f"cd -- {shlex.quote(root)} || exit {_CD_FAILED}; LC_ALL=C; export LC_ALL; "
+        r"find -L . -mindepth 1 -maxdepth 2 \( -xtype l -printf '1\t%y\t%s\t%T@\t%P\0' -o "
+        r"-printf '0\t%y\t%s\t%T@\t%P\0' \); printf '\0'; "
+        r"stat -f -c '%S %b %f %a' . 2>/dev/null; printf '\0'; "
+        f"find -L . -mindepth 1 -maxdepth 2 -type f -size -{kib + 1}k \\( {select_expr} \\) -print0 2>/dev/null"
+        " | tar -c -h --hard-dereference --null --no-recursion -T - -f -"
+    )
+
+
+def _mtime_ns(text: str) -> int:
+    """``%T@`` (``1700000000.1234567890``) to integer nanoseconds without float rounding."""
+    whole, _, frac = text.partition(".")
+    sign = -1 if whole.startswith("-") else 1
+    return int(whole) * 1_000_000_000 + sign * int((frac + "000000000")[:9])
+
+
+def parse_output(root: str, stdout: bytes, stderr: str) -> Listing:
+    """Turn the command's output into a Listing (pure; tested without SSH)."""
+    listing = Listing(root=root)
+    pos = 0
+    while True:
+        end = stdout.find(b"\0", pos)
+        if end < 0:
+            raise OSError(f"truncated listing from remote find under {root}")
+        record = stdout[pos:end]
+        pos = end + 1
+        if not record:
+            break
+        link, type_char, size, mtime, rel = record.decode("utf-8", "surrogateescape").split("\t", 4)
+        kind = _KINDS.get(type_char, "other")
+        if type_char == "l":  # under -L only a broken (or looping) link is still a link
+            listing.errors.append(ListingError(rel, "list", "FileNotFoundError", BROKEN_LINK))
+            listing.add(ListedEntry(rel, "other", 0, 0, True))
+            continue
+        listing.add(ListedEntry(rel, kind, int(size) if kind == "file" else 0, _mtime_ns(mtime), link == "1"))
+    end = stdout.find(b"\0", pos)
+    stat_text = stdout[pos:end if end >= 0 else len(stdout)].decode("ascii", "replace").split()
+    if len(stat_text) == 4 and all(t.isdigit() for t in stat_text):
+        listing.totals = FsTotals.from_blocks(*(int(t) for t in stat_text))
+    else:
+        listing.errors.append(ListingError("", "statvfs", "OSError", "remote stat -f gave no totals"))
+    if end >= 0 and end + 1 < len(stdout):
+        _read_tar(listing, stdout[end + 1 :])
+    _read_stderr(listing, stderr)
+    return listing
+
+
+def _read_tar(listing: Listing, data: bytes) -> None:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar:
+                name = member.name.removeprefix("./")
+                if member.islnk():  # a hard link to an earlier member (older tar without --hard-dereference)
+                    target = listing.contents.get(member.linkname.removeprefix("./"))
+                    if target is not None:
+                        listing.contents[name] = target
+                    continue
+                fh = tar.extractfile(member) if member.isfile() else None
+                if fh is not None:
+                    listing.contents[name] = fh.read()
+    except (tarfile.TarError, EOFError):
+        pass  # whatever came through is kept; the rest is read lazily
+
+
+def _os_error(error_class: str, reason: str, path: str) -> OSError:
+    cls: type[OSError] = {
+        "PermissionError": PermissionError,
+        "FileNotFoundError": FileNotFoundError,
+        "NotADirectoryError": NotADirectoryError,
+        "IsADirectoryError": IsADirectoryError,
+    }.get(error_class, OSError)
+    return cls(reason, path)
+
+
+def _read_stderr(listing: Listing, stderr: str) -> None:
+    for line in stderr.splitlines():
+        match = _STDERR.match(line.strip())
+        if not match:
+            continue
+        tool, path = match.group(1), (match.group(2) or match.group(3) or "")
+        reason = match.group(4)
+        rel = path.removeprefix("./").removeprefix(".")
+        if tool == "tar":
+            reason = reason.removeprefix("Cannot open: ")
+            if reason.startswith("Exiting") or rel not in listing.entries:
+                continue
+            listing.read_errors[rel] = _os_error(error_class_for_reason(reason), reason, listing.abs_path(rel))
+        else:
+            error_class = error_class_for_reason(reason)
+            listing.errors.append(ListingError(rel, "list", error_class, reason))
+            entry = listing.entries.get(rel)
+            if entry is not None and entry.kind == "directory":
+                listing.failed_dirs[rel] = _os_error(error_class, reason, listing.abs_path(rel))
+
+
+def _connect(target: SshTarget) -> Any:
+    import paramiko
+
+    client = paramiko.SSHClient()
+    if target.known_hosts:
+        client.load_host_keys(target.known_hosts)
+    else:
+        client.load_system_host_keys()
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    client.connect(**target.paramiko_kwargs())
+    return client
+
+
+def run_command(client: Any, command: str, timeout: float) -> tuple[int, bytes, bytes]:
+    """Run one command, draining stdout and stderr together (no window stall on a chatty stderr)."""
+    chan = client.get_transport().open_session()
+    try:
+        chan.exec_command(command)
+        out, err = bytearray(), bytearray()
+        while True:
+            got = False
+            while chan.recv_ready():
+                out += chan.recv(1 << 20)
+                got = True
+            while chan.recv_stderr_ready():
+                err += chan.recv_stderr(1 << 16)
+                got = True
+            drained = not chan.recv_ready() and not chan.recv_stderr_ready()
+            if chan.exit_status_ready() and drained and (chan.eof_received or chan.closed):
+                break
+            if not got:
+                ready, _, _ = select.select([chan], [], [], timeout)
+                if not ready and not chan.exit_status_ready():
+                    raise TimeoutError(f"remote command silent for {timeout}s")
+        return chan.recv_exit_status(), bytes(out), bytes(err)
+    finally:
+        chan.close()
+
+
+class _LazySftpReader:
+    """Reads files the listing did not prefetch over SFTP on the listing's SSH connection."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._sftp: Any = None
+
+    def __call__(self, path: str) -> bytes:
+        if self._sftp is None:
+            self._sftp = self._client.open_sftp()
+        with self._sftp.open(path, "rb") as fh:
+            return fh.read()
+
+    def close(self) -> None:
+        if self._sftp is not None:
+            self._sftp.close()
+        self._client.close()
+
+
+def list_log_dir(
+    url: str, storage_options: Mapping[str, Any] | None = None, *, only: Collection[str] | None = None
+) -> Listing:
+    """List one remote log dir with one SSH command; call ``listing.close()`` when done reading.
+
+    Raises:
+        NoGnuFind: the remote find lacks ``-printf``.
+        OSError: the log dir cannot be entered or the connection failed (one crawl error for the log dir).
+    """
+    target = ssh_target(url, storage_options)
+    client = _connect(target)
+    try:
+        status, stdout, stderr_bytes = run_command(client, remote_command(target.path), target.timeout)
+        stderr = stderr_bytes.decode("utf-8", "replace")
+        if status == _CD_FAILED:
+            reason = stderr.strip().splitlines()[-1] if stderr.strip() else "cannot enter directory"
+            raise _os_error(error_class_for_reason(reason), reason, target.path)
+        if not stdout.startswith((b"0\t", b"1\t", b"\0")) or "printf" in stderr or "xtype" in stderr:
+            raise NoGnuFind(f"remote find cannot -printf: {stderr.strip()[:200]}")
+        listing = parse_output(target.path, stdout, stderr)
+    except BaseException:
+        client.close()
+        raise
+    reader = _LazySftpReader(client)
+    listing.reader = reader
+    listing.closers.append(reader.close)
+    if only is not None:
+        listing.descend_only(frozenset(only))
+    return listing
+
+
+def list_log_dir_any(
+    url: str, storage_options: Mapping[str, Any] | None = None, *, only: Collection[str] | None = None
+) -> Listing:
+    """The registry entry: the one-command fast path, or a plain SFTP listing (sshfs) when find lacks -printf."""
+    try:
+        return list_log_dir(url, storage_options, only=only)
+    except NoGnuFind:
+        from sshfs import SSHFileSystem
+
+        from pipelines.crawl.backends import generic
+
+        target = ssh_target(url, storage_options)
+        fs = SSHFileSystem(**target.sshfs_kwargs())
+        listing = generic.list_log_dir(target.path, fs=fs, only=only)
+        listing.errors.append(ListingError("", "list", "NoGnuFind", "remote find lacks -printf; listed over SFTP"))
+        return listing
