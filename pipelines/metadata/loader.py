@@ -1,0 +1,183 @@
+"""``MetadataLoader``: folds metadata-log entries into deltas and publishes images (Kafka's ``MetadataBatchLoader``).
+
+The loader is separate from the model: it owns offsets, metadata transactions and flush points; the delta only
+knows how records change the image.
+
+Metadata transactions (KIP-868, MV 3.6-IV1+): records between BeginTransactionRecord and EndTransactionRecord are
+applied as one unit (the pending delta is flushed at Begin so the transaction starts on a clean delta, and flushed
+again at End); AbortTransactionRecord discards everything since Begin, events included. A Begin inside a
+transaction, or an End/Abort outside one, is reported as a ``ReplayProblem`` and otherwise ignored. A transaction
+still open at the end of the input is not applied (``open_transaction`` tells).
+
+Outside transactions the delta is flushed every ``max_delta_records`` records and by ``finish()``; where deltas are
+cut never changes the resulting image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pipelines.metadata.delta import FaultHandler, MetadataDelta
+from pipelines.metadata.events import MetadataEvent
+from pipelines.metadata.image import EMPTY, MetadataImage, MetadataProvenance, ReplayProblem
+
+Publisher = Callable[[MetadataDelta, MetadataImage], None]
+
+_BEGIN = "BeginTransactionRecord"
+_END = "EndTransactionRecord"
+_ABORT = "AbortTransactionRecord"
+SNAPSHOT_HEADER = "SNAPSHOT_HEADER"
+SNAPSHOT_FOOTER = "SNAPSHOT_FOOTER"
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotLoad:
+    """Outcome of ``load_snapshot``: the image is only replaced when ``ok``."""
+
+    ok: bool
+    records: int
+    timestamp_ms: int
+    problems: tuple[str, ...]
+
+
+class MetadataLoader:
+    """Replays entries (anything with ``offset``, ``batch_timestamp_ms``, ``epoch``, ``is_control``, ``record``)."""
+
+    def __init__(self, image: MetadataImage = EMPTY, *, source: str = "", fault_handler: FaultHandler | None = None,
+                 publisher: Publisher | None = None, max_delta_records: int = 200_000) -> None:
+        self.image = image
+        self.source = source
+        self.fault_handler = fault_handler
+        self.publisher = publisher
+        self.max_delta_records = max(1, max_delta_records)
+        self.events: list[MetadataEvent] = []
+        self.errors: list[ReplayProblem] = []
+        self.open_transaction: int | None = None  # offset of the pending Begin
+        self.records_seen = 0
+        self._initial_errors = image.replay_errors
+        self._delta = self._new_delta()
+        self._last: tuple[int, int, int] | None = None  # offset, epoch, timestamp of the last entry seen
+        self._committed: tuple[int, int, int] | None = None  # same, at the last flush outside a transaction
+
+    def _new_delta(self, *, from_snapshot: bool = False) -> MetadataDelta:
+        return MetadataDelta(self.image, fault_handler=self.fault_handler, from_snapshot=from_snapshot)
+
+    # -- snapshots -------------------------------------------------------------------------------------
+    def load_snapshot(self, entries: Iterable[Any], *, last_offset: int, epoch: int) -> SnapshotLoad:
+        """Replay a FULL snapshot onto the current image, then ``finish_snapshot()``.
+
+        The snapshot must start with a SnapshotHeader and end with a SnapshotFooter control record; if not (or if
+        iterating raises nothing but stops early, which the caller detects), nothing changes and ``ok`` is False.
+        """
+        self.flush()
+        delta = self._new_delta(from_snapshot=True)
+        header_ts: int | None = None
+        footer = False
+        count = 0
+        problems: list[str] = []
+        for entry in entries:
+            record = entry.record
+            if entry.is_control:
+                kind = record.type_name
+                if kind == SNAPSHOT_HEADER and count == 0 and header_ts is None:
+                    header_ts = record.fields.get("last_contained_log_timestamp", entry.batch_timestamp_ms)
+                elif kind == SNAPSHOT_FOOTER:
+                    footer = True
+                continue
+            if header_ts is None:
+                problems.append("snapshot does not start with a SnapshotHeader")
+                header_ts = entry.batch_timestamp_ms
+            if footer:
+                problems.append(f"record at offset {entry.offset} after the SnapshotFooter")
+            count += 1
+            delta.replay(record, entry.offset, header_ts)
+        if not footer:
+            problems.append("snapshot has no SnapshotFooter (truncated or partial)")
+        ts = -1 if header_ts is None else header_ts
+        if problems:
+            return SnapshotLoad(False, count, ts, tuple(problems))
+        delta.finish_snapshot()
+        self._publish(delta, MetadataProvenance(self.source, last_offset, epoch, ts))
+        self._last = self._committed = (last_offset, epoch, ts)
+        return SnapshotLoad(True, count, ts, ())
+
+    # -- log -------------------------------------------------------------------------------------------
+    def replay(self, entries: Iterable[Any]) -> None:
+        for entry in entries:
+            self.feed(entry)
+
+    def feed(self, entry: Any) -> None:
+        """Replay one log entry (control records only move the offset)."""
+        self.records_seen += 1
+        previous, self._last = self._last, (entry.offset, entry.epoch, entry.batch_timestamp_ms)
+        if entry.is_control:
+            return
+        record = entry.record
+        name = record.name
+        if name == _BEGIN:
+            if self.open_transaction is not None:
+                self._problem(entry.offset, name,
+                              f"BeginTransactionRecord inside the transaction begun at offset {self.open_transaction}")
+                return
+            self._flush(previous)
+            self.open_transaction = entry.offset
+        elif name == _END:
+            if self.open_transaction is None:
+                self._problem(entry.offset, name, "EndTransactionRecord without BeginTransactionRecord")
+                return
+            self.open_transaction = None
+            self._flush(self._last)
+        elif name == _ABORT:
+            if self.open_transaction is None:
+                self._problem(entry.offset, name, "AbortTransactionRecord without BeginTransactionRecord")
+                return
+            self.open_transaction = None
+            self.errors.extend(self._delta.errors)
+            self._delta = self._new_delta()
+            self._flush(self._last)
+        else:
+            delta = self._delta
+            delta.replay(record, entry.offset, entry.batch_timestamp_ms)
+            if self.open_transaction is None and delta.records >= self.max_delta_records:
+                self._flush(self._last)
+
+    def flush(self) -> None:
+        """Apply what is pending outside a transaction (a pending transaction stays pending)."""
+        if self.open_transaction is None:
+            self._flush(self._last)
+
+    def finish(self) -> MetadataImage:
+        """Flush and return the final image; a transaction still open is left unapplied.
+
+        ``image.replay_errors`` then lists every problem: of applied deltas, of an aborted or unfinished
+        transaction, and misplaced transaction markers.
+        """
+        self.flush()
+        pending = self._delta.errors if self.open_transaction is not None else []
+        self.image = replace(self.image, replay_errors=self._initial_errors + tuple(self.errors) + tuple(pending))
+        return self.image
+
+    # -- internals -------------------------------------------------------------------------------------
+    def _problem(self, offset: int, record: str, message: str) -> None:
+        problem = ReplayProblem(offset, record, message)
+        self.errors.append(problem)
+        if self.fault_handler is not None:
+            self.fault_handler(problem)
+
+    def _flush(self, last: tuple[int, int, int] | None) -> None:
+        delta = self._delta
+        if last is None or (delta.records == 0 and last == self._committed):
+            return
+        offset, epoch, ts = last
+        self._publish(delta, MetadataProvenance(self.source, offset, epoch, ts))
+        self._committed = last
+
+    def _publish(self, delta: MetadataDelta, provenance: MetadataProvenance) -> None:
+        self.image = delta.apply(provenance)
+        self.events.extend(delta.events)
+        self.errors.extend(delta.errors)
+        if self.publisher is not None:
+            self.publisher(delta, self.image)
+        self._delta = self._new_delta()

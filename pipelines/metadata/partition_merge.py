@@ -1,0 +1,117 @@
+"""Partition registration rules: PartitionRecord → ``PartitionImage`` and the PartitionChangeRecord merge.
+
+Follows Kafka's ``PartitionRegistration``
+(``metadata/src/main/java/org/apache/kafka/metadata/PartitionRegistration.java``):
+
+- PartitionRecord: Directories absent, empty or all-MIGRATING become MIGRATING × |Replicas|; a non-empty array of
+  another length is invalid. Absent ELR / LastKnownElr are empty.
+- PartitionChangeRecord: a null list keeps the old one, an empty list clears it. Directories: null keeps the old
+  array; the result (old or new) is turned into MIGRATING × |new Replicas| when it is empty or all-MIGRATING, and
+  must otherwise match the replica count. Leader -2 keeps leader and epoch; any other value (-1 too) sets the
+  leader and bumps the leader epoch. LeaderRecoveryState -1 keeps. The partition epoch always goes up by one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pipelines.errors import ReplayError
+from pipelines.kafka.uuid import MIGRATING, Uuid
+from pipelines.metadata.image import PartitionImage
+
+NO_LEADER_CHANGE = -2
+NO_LEADER = -1
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    return () if value is None else tuple(value)
+
+
+def _default_to_migrating(directories: tuple[Uuid, ...] | None, replica_count: int) -> tuple[Uuid, ...]:
+    if not directories or all(d == MIGRATING for d in directories):
+        return (MIGRATING,) * replica_count
+    return directories
+
+
+def partition_from_record(fields: Mapping[str, Any]) -> PartitionImage:
+    """Build a registration from PartitionRecord fields.
+
+    Raises:
+        ReplayError: a non-empty Directories array whose length differs from Replicas.
+    """
+    replicas = _ints(fields["replicas"])
+    raw_dirs = fields.get("directories")
+    dirs = tuple(raw_dirs) if raw_dirs else ()
+    if dirs and len(dirs) != len(replicas):
+        raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
+    return PartitionImage(
+        fields["partition_id"],
+        replicas,
+        _ints(fields.get("isr")),
+        _ints(fields.get("removing_replicas")),
+        _ints(fields.get("adding_replicas")),
+        fields.get("leader", NO_LEADER),
+        fields.get("leader_epoch", 0),
+        fields.get("partition_epoch", 0),
+        _default_to_migrating(dirs, len(replicas)),
+        fields.get("leader_recovery_state", 0) or 0,
+        _ints(fields.get("eligible_leader_replicas")),
+        _ints(fields.get("last_known_elr")),
+    )
+
+
+def merge_partition_change(old: PartitionImage, fields: Mapping[str, Any]) -> PartitionImage:
+    """Apply PartitionChangeRecord fields to ``old``.
+
+    Raises:
+        ReplayError: Directories that do not match the (new) replica count.
+    """
+    get = fields.get
+    replicas_field = get("replicas")
+    replicas = old.replicas if replicas_field is None else tuple(replicas_field)
+    dirs_field = get("directories")
+    if dirs_field is not None:
+        dirs = tuple(dirs_field)
+        if replicas_field is not None and dirs and len(dirs) != len(replicas):
+            raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
+    else:
+        dirs = old.directories
+    dirs = _default_to_migrating(dirs, len(replicas))
+    if len(dirs) != len(replicas):
+        raise ReplayError(f"directories {len(dirs)} do not match {len(replicas)} replicas after the change")
+    isr = get("isr")
+    removing = get("removing_replicas")
+    adding = get("adding_replicas")
+    elr = get("eligible_leader_replicas")
+    last_known_elr = get("last_known_elr")
+    leader = get("leader", NO_LEADER_CHANGE)
+    if leader is None or leader == NO_LEADER_CHANGE:
+        leader, leader_epoch = old.leader, old.leader_epoch
+    else:
+        leader_epoch = old.leader_epoch + 1
+    recovery = get("leader_recovery_state", -1)
+    return PartitionImage(
+        old.partition,
+        replicas,
+        old.isr if isr is None else tuple(isr),
+        old.removing_replicas if removing is None else tuple(removing),
+        old.adding_replicas if adding is None else tuple(adding),
+        leader,
+        leader_epoch,
+        old.partition_epoch + 1,
+        dirs,
+        old.leader_recovery_state if recovery is None or recovery == -1 else recovery,
+        old.elr if elr is None else tuple(elr),
+        old.last_known_elr if last_known_elr is None else tuple(last_known_elr),
+    )
+
+
+def clear_elr(old: PartitionImage) -> PartitionImage:
+    """ClearElrRecord: drop ELR and LastKnownElr (the partition epoch goes up like any registration change)."""
+    if not old.elr and not old.last_known_elr:
+        return old
+    return PartitionImage(
+        old.partition, old.replicas, old.isr, old.removing_replicas, old.adding_replicas, old.leader,
+        old.leader_epoch, old.partition_epoch + 1, old.directories, old.leader_recovery_state, (), (),
+    )
