@@ -1,0 +1,210 @@
+"""The units of crawl work, shared by the Spark job and the pure-Python crawl.
+
+- ``root_task``: one (broker, log dir). Lists it; a small log dir is scanned whole; a big one (more partition dirs
+  than ``fanout_dirs``, on a backend that can list a subset) yields its log-dir row plus ``Chunk``s of partition
+  dir names for ``chunk_task``.
+- ``chunk_task``: the partition dirs of one chunk.
+- ``inventory_task``: one broker whose listing comes from a ``logdir-gc inventory`` file.
+
+No task raises for storage trouble: a log dir that cannot be listed, a bad inventory file or an SSH failure
+becomes one ``crawl_errors`` row and the crawl goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from pipelines.crawl.backends.registry import backend_for, backend_name
+from pipelines.crawl.rows import (
+    LogDirRows,
+    Row,
+    RowContext,
+    chunk_rows,
+    error_row,
+    log_dir_failed,
+    root_rows,
+    rows_for_listing,
+)
+from pipelines.errors import PipelinesError
+
+#: A log dir with more partition dirs than this is fanned out in chunks of this many.
+DEFAULT_FANOUT_DIRS = 2000
+#: Backends that can list a subset of partition dirs cheaply (SFTP lists a log dir in one command instead).
+FANOUT_BACKENDS = frozenset({"local", "file", "generic"})
+
+
+def storage_errors() -> tuple[type[BaseException], ...]:
+    """What a backend may raise for a log dir it cannot reach (stdlib, ours, paramiko's, asyncssh's)."""
+    errors: list[type[BaseException]] = [OSError, EOFError, PipelinesError]
+    try:
+        from paramiko.ssh_exception import SSHException
+
+        errors.append(SSHException)
+    except ImportError:
+        pass
+    try:
+        from asyncssh import Error as AsyncSshError
+
+        errors.append(AsyncSshError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+class BrokerLike(Protocol):
+    broker_id: int
+    log_dirs: Sequence[str]
+    storage_options: Mapping[str, Any]
+    inventory: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirJob:
+    """One root task's input (picklable, small)."""
+
+    run_id: str
+    cluster: str
+    broker_id: int
+    log_dir: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    inventory: str | None = None
+    configured_log_dirs: tuple[str, ...] = ()
+
+    def ctx(self, crawled_at: datetime, log_dir: str | None = None) -> RowContext:
+        return RowContext(self.run_id, self.cluster, self.broker_id, log_dir or self.log_dir, crawled_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    job: LogDirJob
+    dirs: tuple[str, ...]
+    crawled_at: datetime
+
+
+def jobs_for(brokers: Sequence[BrokerLike], *, run_id: str, cluster: str) -> list[LogDirJob]:
+    """One job per configured log dir, or one per broker that has an inventory file."""
+    jobs: list[LogDirJob] = []
+    for b in brokers:
+        opts = dict(b.storage_options or {})
+        if b.inventory:
+            jobs.append(LogDirJob(run_id, cluster, b.broker_id, b.inventory, opts, b.inventory, tuple(b.log_dirs)))
+        else:
+            jobs.extend(LogDirJob(run_id, cluster, b.broker_id, url, opts) for url in b.log_dirs)
+    return jobs
+
+
+def root_task(
+    job: LogDirJob, crawled_at: datetime, *, include_segments: bool, fanout_dirs: int | None
+) -> tuple[LogDirRows, list[Chunk]]:
+    if job.inventory is not None:
+        return inventory_task(job, crawled_at, include_segments=include_segments), []
+    ctx = job.ctx(crawled_at)
+    list_log_dir = backend_for(job.log_dir)
+    can_fan_out = fanout_dirs is not None and backend_name(job.log_dir) in FANOUT_BACKENDS
+    try:
+        listing = list_log_dir(job.log_dir, job.storage_options, only=frozenset() if can_fan_out else None)
+    except storage_errors() as exc:
+        return log_dir_failed(ctx, exc), []
+    try:
+        names = listing.partition_dir_names
+        if can_fan_out and fanout_dirs is not None and len(names) > fanout_dirs:
+            chunks = [
+                Chunk(job, tuple(names[i : i + fanout_dirs]), crawled_at) for i in range(0, len(names), fanout_dirs)
+            ]
+            return root_rows(ctx, listing), chunks
+        if can_fan_out:  # small: list again, this time descending into every partition dir
+            listing.close()
+            listing = list_log_dir(job.log_dir, job.storage_options)
+        return rows_for_listing(ctx, listing, include_segments=include_segments), []
+    except storage_errors() as exc:
+        return log_dir_failed(ctx, exc), []
+    finally:
+        listing.close()
+
+
+def chunk_task(chunk: Chunk, *, include_segments: bool) -> LogDirRows:
+    job = chunk.job
+    ctx = job.ctx(chunk.crawled_at)
+    dirs = frozenset(chunk.dirs)
+    try:
+        listing = backend_for(job.log_dir)(job.log_dir, job.storage_options, only=dirs)
+    except storage_errors() as exc:
+        out = log_dir_failed(ctx, exc)
+        out.errors[0]["reason"] += f" (fan-out chunk of {len(dirs)} partition dirs)"
+        return out
+    try:
+        return chunk_rows(ctx, listing, dirs, include_segments=include_segments)
+    finally:
+        listing.close()
+
+
+def _configured_name(root: str, configured: Sequence[str]) -> str:
+    """The configured log-dir string naming ``root`` (a path recorded on the broker), else ``root`` itself."""
+    from urllib.parse import urlsplit
+
+    for url in configured:
+        path = urlsplit(url).path if "://" in url else url
+        if os.path.normpath(path) == os.path.normpath(root):
+            return url
+    return root
+
+
+def inventory_task(job: LogDirJob, crawled_at: datetime, *, include_segments: bool) -> LogDirRows:
+    from pipelines.crawl.inventory_file import read_inventory
+
+    assert job.inventory is not None
+    ctx = job.ctx(crawled_at)
+    try:
+        inventory = read_inventory(job.inventory, job.storage_options)
+    except storage_errors() as exc:
+        return log_dir_failed(ctx, exc, stage="inventory")
+    if inventory.header.broker_id is not None and inventory.header.broker_id != job.broker_id:
+        reason = f"inventory is for broker {inventory.header.broker_id}, configured for broker {job.broker_id}"
+        return LogDirRows(errors=[error_row(ctx, "", "inventory", "BrokerMismatch", reason)])
+    out = LogDirRows()
+    for section in inventory.sections:
+        sctx = job.ctx(crawled_at, _configured_name(section.root, job.configured_log_dirs))
+        if section.listing is None:
+            error_class, reason = section.error or ("OSError", "not listed")
+            out.errors.append(error_row(sctx, "", "list", error_class, reason))
+            continue
+        rows = rows_for_listing(sctx, section.listing, include_segments=include_segments)
+        out.log_dirs += rows.log_dirs
+        out.partition_dirs += rows.partition_dirs
+        out.segment_files += rows.segment_files
+        out.errors += rows.errors
+    return out
+
+
+def redacted_config_json(brokers: Sequence[BrokerLike]) -> str:
+    """The brokers' crawl settings as JSON, secrets (password, passphrase) replaced by ``***``."""
+
+    def clean(opts: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: ("***" if "pass" in k.lower() else v) for k, v in sorted(opts.items())}
+
+    return json.dumps(
+        [
+            {"broker_id": b.broker_id, "log_dirs": list(b.log_dirs), "storage_options": clean(b.storage_options or {}),
+             "inventory": b.inventory}
+            for b in brokers
+        ],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def iter_rows(rows: LogDirRows) -> Iterator[tuple[str, Row]]:
+    """``(table, row)`` pairs of one task's output."""
+    for r in rows.log_dirs:
+        yield "log_dirs", r
+    for r in rows.partition_dirs:
+        yield "partition_dirs", r
+    for r in rows.segment_files:
+        yield "segment_files", r
+    for r in rows.errors:
+        yield "crawl_errors", r
