@@ -93,6 +93,47 @@ class ControlRecord:
     unknown_tags: tuple = ()
 
 
+def _fast_constructor(cls):
+    """Build instances of a frozen slotted dataclass without its ``__init__`` (hot path only).
+
+    The generated frozen ``__init__`` goes through ``object.__setattr__`` per field; setting the slot
+    descriptors directly is about twice as fast and gives an identical object.
+    """
+    new = object.__new__
+    setters = tuple(getattr(cls, f).__set__ for f in cls.__dataclass_fields__)
+    if len(setters) == 5:
+        s0, s1, s2, s3, s4 = setters
+
+        def make5(a, b, c, d, e):
+            obj = new(cls)
+            s0(obj, a)
+            s1(obj, b)
+            s2(obj, c)
+            s3(obj, d)
+            s4(obj, e)
+            return obj
+
+        return make5
+    if len(setters) == 6:
+        s0, s1, s2, s3, s4, s5 = setters
+
+        def make6(a, b, c, d, e, f):
+            obj = new(cls)
+            s0(obj, a)
+            s1(obj, b)
+            s2(obj, c)
+            s3(obj, d)
+            s4(obj, e)
+            s5(obj, f)
+            return obj
+
+        return make6
+    raise TypeError(f"no fast constructor for {cls.__name__}")  # pragma: no cover
+
+
+_new_metadata_record = _fast_constructor(MetadataRecord)
+
+
 # -- metadata records -------------------------------------------------------------------------------
 
 _decoders: dict[int, tuple[Any, str]] = {}
@@ -140,12 +181,12 @@ def decode_metadata_record(value: bytes) -> MetadataRecord:
             api_key, pos = _frame_short(value, pos, "type")
             version, pos = _frame_short(value, pos, "version")
         decoder, name = _decoder(api_key, version)
-        fields, unknown, pos = decoder(value, pos)
+        fields, unknown, pos = decoder(value, pos, len(value))
     except (IndexError, struct.error):
         raise DecodeError("truncated metadata record", len(value)) from None
     if pos != len(value):
         raise DecodeError(f"found {len(value) - pos} byte(s) of garbage after {name}", pos)
-    return MetadataRecord(api_key, version, name, MappingProxyType(fields), unknown)
+    return _new_metadata_record(api_key, version, name, MappingProxyType(fields), unknown)
 
 
 def encode_metadata_record(record: MetadataRecord) -> bytes:
@@ -217,7 +258,7 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> ControlReco
     if decoder is None:
         decoder = _control_decoders[type_id] = compile_decoder(spec, 0)
     try:
-        fields, unknown, pos = decoder(value, 0)
+        fields, unknown, pos = decoder(value, 0, len(value))
     except (IndexError, struct.error):
         raise DecodeError(f"truncated {name} control record value", len(value)) from None
     if pos != len(value):

@@ -8,10 +8,11 @@ fixed-size fields merged into one ``unpack_from``), one-byte fast paths for unsi
 the declarative schema table (no user input reaches it) and is kept on the function (``__source__``) so it
 can be read when debugging.
 
-Generated decoders take ``(buf: bytes, pos: int)`` and return ``(fields: dict, unknown_tags: tuple, pos)``
-for a message body, or ``(MappingProxyType, pos)`` for a nested struct. They raise ``DecodeError`` for rule
-violations (null where not nullable, lengths past the end, tagged field size mismatch) and may leak
-``IndexError``/``struct.error`` on truncation: the public entry points turn those into ``DecodeError``.
+Generated decoders take ``(buf, pos, end)`` (``end`` = where the value ends; ``buf`` may be ``bytes`` or
+``mmap``) and return ``(fields: dict, unknown_tags: tuple, pos)`` for a message body, or
+``(MappingProxyType, pos)`` for a nested struct. They raise ``DecodeError`` for rule violations (null where
+not nullable, lengths past the end, tagged field size mismatch) and may leak ``IndexError``/``struct.error``
+on truncation: the public entry points turn those into ``DecodeError``.
 
 Rules (facts 6.2): compact string/bytes/array lengths are unsigned varint N+1 with 0 = null; a tagged-field
 section (count, then tag, size, value) ends every struct and the message; unknown tags are kept as raw
@@ -40,6 +41,7 @@ _FIXED_SIZE = {"b": 1, "h": 2, "i": 4, "q": 8, "H": 2, "?": 1, "d": 8}
 
 _uuid_cache: dict[bytes, Uuid] = {}
 _UUID_CACHE_MAX = 200_000
+_SMALL_ARRAY = 32
 
 
 def uuid_from_bytes(raw: bytes) -> Uuid:
@@ -83,6 +85,7 @@ class _Compiler:
         self.ns: dict[str, Any] = {
             "_uv": read_uvarint,
             "_uuid": uuid_from_bytes,
+            "_uc": _uuid_cache,
             "_unpack": struct.unpack_from,
             "_MP": MappingProxyType,
             "_null_error": _null_error,
@@ -123,7 +126,9 @@ class _Compiler:
             s(f"{target}, = {st}.unpack_from(buf, pos)")
             s(f"pos += {_FIXED_SIZE[_FIXED[t]]}")
         elif t == "uuid":
-            s(f"{target} = _uuid(buf[pos:pos + 16])")
+            s("_raw = buf[pos:pos + 16]")
+            s(f"{target} = _uc.get(_raw)")
+            s(f"if {target} is None: {target} = _uuid(_raw)")
             s("pos += 16")
         elif t in ("string", "bytes"):
             n = s.tmp("n")
@@ -146,11 +151,13 @@ class _Compiler:
             s(f"    {target} = None")
             if elem in _FIXED:
                 code = _FIXED[elem]
+                arrays = self.const(tuple(struct.Struct(f">{i}{code}") for i in range(_SMALL_ARRAY)))
+                s(f"elif {n} < {_SMALL_ARRAY}:")
+                s(f"    {target} = {arrays}[{n}].unpack_from(buf, pos)")
+                s(f"    pos += {size} * {n}")
                 s("else:")
                 s(f"    {target} = _unpack('>%d{code}' % {n}, buf, pos)")
                 s(f"    pos += {size} * {n}")
-                if elem == "bool":  # '?' already gives bools
-                    pass
             else:
                 s("else:")
                 s.indent += 1
@@ -204,8 +211,8 @@ class _Compiler:
             s("unk = []")
             s(f"for _ in range({ntags}):")
             s.indent += 1
-            s("tag, pos = _uv(buf, pos)")
-            s("size, pos = _uv(buf, pos)")
+            self.uvarint(s, "tag")
+            self.uvarint(s, "size")
             s("tend = pos + size")
             s("if tend > end: raise DecodeError(f'tagged field {tag} of {size} bytes runs past the end', pos)")
             kw = "if"
@@ -246,16 +253,15 @@ class _Compiler:
 
     def message(self, spec: RecordTypeSpec, version: int) -> str:
         s = _Src()
-        s("end = len(buf)")
         items = self.body(s, spec.fields, version, spec.flexible)
         entries = ", ".join(f"{k!r}: {v}" for k, v in items)
         s(f"return {{{entries}}}, unknown, pos")
         name = f"decode_{spec.name}_v{version}"
-        self.sources.append(f"def {name}(buf, pos):\n" + "\n".join(s.lines))
+        self.sources.append(f"def {name}(buf, pos, end):\n" + "\n".join(s.lines))
         return name
 
 
-def compile_decoder(spec: RecordTypeSpec, version: int) -> Callable[[bytes, int], tuple[dict, tuple, int]]:
+def compile_decoder(spec: RecordTypeSpec, version: int) -> Callable[[bytes, int, int], tuple[dict, tuple, int]]:
     """Build the decoder of ``spec`` at ``version`` (call once and keep the result)."""
     c = _Compiler()
     name = c.message(spec, version)

@@ -17,17 +17,40 @@ A truncated tail (a batch that does not fit in the file) is never an error: iter
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import MappingProxyType
+
+from crc32c import crc32c
 
 from pipelines.errors import DecodeError
 from pipelines.kafka.metadata_codec import (
     ControlRecord,
     MetadataRecord,
+    _decoder,
+    _decoders,
+    _fast_constructor,
+    _new_metadata_record,
     decode_control_record,
     decode_metadata_record,
 )
-from pipelines.kafka.record_batch import BatchIterator, iter_raw_records, open_buffer
+from pipelines.kafka.record_batch import (
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    HEADER_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    RecordBatch,
+    _bare,
+    _read_headers,
+    iter_raw_records,
+    open_buffer,
+)
+from pipelines.kafka.varint import read_varint, read_varlong
+
+_PROLOGUE = struct.Struct(">qii")
 
 __all__ = ["LogEntry", "LogError", "MetadataLog", "iter_metadata_log"]
 
@@ -44,6 +67,11 @@ class LogEntry:
     batch_base_offset: int
 
 
+_new_entry = _fast_constructor(LogEntry)
+_tiny_records: dict[bytes, MetadataRecord] = {}
+"""Decoded records of at most 4 bytes (NoOpRecord, EndTransactionRecord, ...) shared as immutable values."""
+
+
 @dataclass(frozen=True, slots=True)
 class LogError:
     """A problem: ``offset`` is the record/batch offset when known, ``position`` the file byte position."""
@@ -56,7 +84,9 @@ class LogError:
 class MetadataLog:
     """Iterable over the records of one file or buffer; see the module docstring for ``on_error``.
 
-    A path is memory-mapped for the duration of one iteration.
+    A path is memory-mapped for the duration of one iteration. Summary attributes (``last_offset``,
+    ``records``, ``batches``, ``valid_bytes``, ``trailing_invalid_bytes``, ``errors``, ``stopped_early``) are
+    final when iteration ends (also when the consumer stops early).
     """
 
     def __init__(self, source, *, verify_crc: bool = True, on_error: str = "stop") -> None:
@@ -77,55 +107,213 @@ class MetadataLog:
     def ok(self) -> bool:
         return not self.errors and not self.trailing_invalid_bytes
 
-    def __iter__(self) -> Iterator[LogEntry]:
-        raising = self._on_error == "raise"
-        with open_buffer(self._source) as buf:
-            batches = BatchIterator(buf, verify_crc=self._verify, strict=raising)
-            try:
-                yield from self._entries(batches, raising)
-            finally:
-                self.valid_bytes = batches.valid_bytes
-                self.trailing_invalid_bytes = batches.trailing_invalid_bytes
-                for err in batches.errors:
-                    offset = err.batch.base_offset if err.batch else None
-                    self.errors.append(LogError(offset, err.position, err.message))
-                if batches.errors and self._on_error == "stop":
-                    self.stopped_early = True
+    def _problem(self, offset: int | None, position: int | None, message: str) -> bool:
+        """Apply the error policy; True means stop iterating."""
+        if self._on_error == "raise":
+            raise DecodeError(message, position)
+        self.errors.append(LogError(offset, position, message))
+        if self._on_error == "stop":
+            self.stopped_early = True
+            return True
+        return False
 
-    def _entries(self, batches: BatchIterator, raising: bool) -> Iterator[LogEntry]:
-        stop = self._on_error == "stop"
-        for batch in batches:
-            if stop and batches.errors:
-                return
-            self.batches += 1
-            base = batch.base_offset
-            ts = batch.base_timestamp
-            epoch = batch.partition_leader_epoch
-            control = batch.is_control
-            try:
-                for offset_delta, _ts_delta, key, value, _headers in iter_raw_records(batch):
-                    offset = base + offset_delta
-                    try:
-                        record = decode_control_record(key, value) if control else decode_metadata_record(value)
-                    except DecodeError as exc:
-                        message = f"record at offset {offset}: {exc}"
-                        if raising:
-                            raise DecodeError(message, batch.position) from None
-                        self.errors.append(LogError(offset, batch.position, message))
-                        if stop:
-                            self.stopped_early = True
+    def __iter__(self) -> Iterator[LogEntry]:
+        with open_buffer(self._source) as buf:
+            yield from self._scan(buf)
+
+    def _scan(self, buf) -> Iterator[LogEntry]:
+        """One fused loop over batches and records: uncompressed data batches are parsed in place."""
+        verify = self._verify
+        decoders = _decoders
+        tiny = _tiny_records
+        new_entry = _new_entry
+        new_record = _new_metadata_record
+        mp = MappingProxyType
+        rv = read_varint
+        end = len(buf)
+        pos = 0
+        truncated_tail = True
+        last = self.last_offset
+        n_records = 0
+        n_batches = 0
+        valid = 0
+        view = memoryview(buf)
+        try:
+            while end - pos >= HEADER_UP_TO_MAGIC:
+                base, batch_length, epoch = _PROLOGUE.unpack_from(buf, pos)
+                if batch_length < MIN_BATCH_LENGTH:
+                    truncated_tail = False
+                    self._problem(base, pos, f"record batch size {batch_length} is below {MIN_BATCH_LENGTH}")
+                    self.stopped_early = True  # no way to find the next batch
+                    return
+                size = LOG_OVERHEAD + batch_length
+                if size > end - pos:
+                    break
+                batch_pos = pos
+                pos += size
+                magic = buf[batch_pos + 16]
+                if magic != 2 or size < HEADER_SIZE:
+                    what = f"unsupported magic {magic}" if magic != 2 else f"size {size} below the v2 header"
+                    if self._problem(base, batch_pos, f"record batch at offset {base}: {what}"):
+                        truncated_tail = False
+                        return
+                    continue
+                header = HEADER.unpack_from(buf, batch_pos)
+                if verify:
+                    crc = crc32c(view[batch_pos + CRC_START : pos])
+                    if crc != header[4]:
+                        message = f"record batch at offset {base} is corrupt (stored crc {header[4]}, computed {crc})"
+                        if self._problem(base, batch_pos, message):
+                            truncated_tail = False
                             return
                         continue
-                    self.records += 1
-                    self.last_offset = offset
-                    yield LogEntry(offset, ts, epoch, control, record, base)
-            except DecodeError as exc:  # framing error inside the batch
-                if raising:
-                    raise
-                self.errors.append(LogError(base, exc.offset, str(exc)))
-                if stop:
-                    self.stopped_early = True
-                    return
+                valid += size
+                n_batches += 1
+                attributes = header[5]
+                count = header[12]
+                base_ts = header[7]
+                if attributes & 0x27 or count < 0:  # compressed or control: general path
+                    batch = RecordBatch(*header, batch_pos, bytes(buf[batch_pos + HEADER_SIZE : pos]))
+                    control = bool(attributes & 0x20)
+                    try:
+                        for offset_delta, _t, key, value, _h in iter_raw_records(batch):
+                            offset = base + offset_delta
+                            try:
+                                if control:
+                                    record = decode_control_record(key, value)
+                                elif value is None:
+                                    raise DecodeError("metadata record without a value", 0)
+                                else:
+                                    record = decode_metadata_record(value)
+                            except DecodeError as exc:
+                                if self._problem(offset, batch_pos, f"record at offset {offset}: {exc}"):
+                                    truncated_tail = False
+                                    return
+                                continue
+                            n_records += 1
+                            last = offset
+                            yield new_entry(offset, base_ts, epoch, control, record, base)
+                    except DecodeError as exc:
+                        if self._problem(base, exc.offset, str(exc)):
+                            truncated_tail = False
+                            return
+                    continue
+                # Uncompressed data batch: the fused fast path, parsing in place.
+                payload = buf
+                p = batch_pos + HEADER_SIZE
+                pend = pos
+                for _ in range(count):
+                    rec_start = p
+                    try:
+                        b = payload[p]
+                        if b < 0x80:
+                            length = (b >> 1) ^ -(b & 1)
+                            p += 1
+                        elif payload[p + 1] < 0x80:
+                            b = (b & 0x7F) | (payload[p + 1] << 7)
+                            length = (b >> 1) ^ -(b & 1)
+                            p += 2
+                        else:
+                            length, p = rv(payload, p)
+                        if length < 0 or length > pend - p:
+                            raise DecodeError(f"record length {length} does not fit in the batch", rec_start)
+                        rend = p + length
+                        p += 1  # attributes
+                        b = payload[p]
+                        if b < 0x80:
+                            p += 1
+                        else:
+                            _ts, p = read_varlong(payload, p)
+                        b = payload[p]
+                        if b < 0x80:
+                            offset_delta = (b >> 1) ^ -(b & 1)
+                            p += 1
+                        elif payload[p + 1] < 0x80:
+                            b = (b & 0x7F) | (payload[p + 1] << 7)
+                            offset_delta = (b >> 1) ^ -(b & 1)
+                            p += 2
+                        else:
+                            offset_delta, p = rv(payload, p)
+                        if payload[p] == 1:
+                            p += 1
+                        else:
+                            n, p = rv(payload, p)
+                            if n < -1 or n > pend - p:
+                                raise DecodeError(f"invalid key length {n}", p)
+                            p += max(n, 0)
+                        b = payload[p]
+                        if b < 0x80:
+                            vlen = (b >> 1) ^ -(b & 1)
+                            p += 1
+                        elif payload[p + 1] < 0x80:
+                            b = (b & 0x7F) | (payload[p + 1] << 7)
+                            vlen = (b >> 1) ^ -(b & 1)
+                            p += 2
+                        else:
+                            vlen, p = rv(payload, p)
+                        if vlen < -1 or vlen > pend - p:
+                            raise DecodeError(f"invalid value length {vlen}", p)
+                        vpos = p
+                        vend = p + max(vlen, 0)
+                        p = vend
+                        if payload[p] == 0:
+                            p += 1
+                        else:
+                            _h, p = _read_headers(payload, p, pend)
+                        if p != rend:
+                            raise DecodeError(f"record size {length} does not match its content", rec_start)
+                    except (DecodeError, IndexError) as exc:
+                        detail = _bare(exc) if isinstance(exc, DecodeError) else "truncated record"
+                        at = rec_start
+                        if self._problem(base, at, f"batch at offset {base}: {detail}"):
+                            truncated_tail = False
+                            return
+                        p = -1
+                        break
+                    offset = base + offset_delta
+                    try:
+                        if vlen <= 4:
+                            if vlen < 0:
+                                raise DecodeError("metadata record without a value", 0)
+                            raw = payload[vpos:vend]
+                            record = tiny.get(raw)
+                            if record is None:
+                                record = decode_metadata_record(raw)
+                                if len(tiny) < 1024:
+                                    tiny[raw] = record
+                        elif payload[vpos] == 1 and payload[vpos + 1] < 0x80 and payload[vpos + 2] < 0x80:
+                            found = decoders.get((payload[vpos + 1] << 16) | payload[vpos + 2])
+                            if found is None:
+                                found = _decoder(payload[vpos + 1], payload[vpos + 2])
+                            fields, unknown, q = found[0](payload, vpos + 3, vend)
+                            if q != vend:
+                                raise DecodeError(f"{vend - q} byte(s) of garbage after {found[1]}", q - vpos)
+                            record = new_record(payload[vpos + 1], payload[vpos + 2], found[1], mp(fields), unknown)
+                        else:
+                            record = decode_metadata_record(payload[vpos:vend])
+                    except (DecodeError, IndexError, struct.error) as exc:
+                        detail = _bare(exc) if isinstance(exc, DecodeError) else "truncated metadata record"
+                        if self._problem(offset, batch_pos, f"record at offset {offset}: {detail}"):
+                            truncated_tail = False
+                            return
+                        continue
+                    n_records += 1
+                    last = offset
+                    yield new_entry(offset, base_ts, epoch, False, record, base)
+                if p != pend and p != -1:
+                    message = f"batch at offset {base}: {pend - p} byte(s) after its {count} records"
+                    p = -1
+                    if self._problem(base, batch_pos, message):
+                        truncated_tail = False
+                        return
+        finally:
+            view.release()
+            self.valid_bytes += valid
+            self.batches += n_batches
+            self.last_offset = last
+            self.records += n_records
+            if truncated_tail:
+                self.trailing_invalid_bytes = end - pos
 
 
 def iter_metadata_log(source, *, verify_crc: bool = True, on_error: str = "stop") -> MetadataLog:
