@@ -86,3 +86,41 @@ def snapshot_entries(records: Iterable[MetadataRecord], *, timestamp_ms: int = 1
     header = make_control_record("SNAPSHOT_HEADER", last_contained_log_timestamp=timestamp_ms)
     footer = make_control_record("SNAPSHOT_FOOTER")
     return entries([header, *records, footer], timestamp_ms=timestamp_ms + 5)
+
+
+def encode_log(records: Sequence[Any], *, start: int = 0, batch_size: int = 3, epoch: int = 1,
+               timestamp_ms: int = 1_700_000_000_000) -> bytes:
+    """A metadata log segment: data records in batches of ``batch_size``; control records get their own batch."""
+    from pipelines.kafka.metadata_codec import encode_control_record, encode_metadata_record
+    from pipelines.kafka.record_batch import encode_batch
+
+    out = bytearray()
+    offset = start
+    pending: list[bytes] = []
+
+    def flush() -> None:
+        nonlocal offset
+        if pending:
+            out.extend(encode_batch(pending, offset, epoch=epoch, timestamp_ms=timestamp_ms + offset))
+            offset += len(pending)
+            pending.clear()
+
+    for rec in records:
+        if isinstance(rec, MetadataRecord):
+            pending.append(encode_metadata_record(rec))
+            if len(pending) >= batch_size:
+                flush()
+        else:
+            flush()
+            out.extend(encode_batch([encode_control_record(rec)], offset, epoch=epoch,
+                                    timestamp_ms=timestamp_ms + offset, is_control=True))
+            offset += 1
+    flush()
+    return bytes(out)
+
+
+def encode_snapshot(records: Sequence[MetadataRecord], *, timestamp_ms: int = 1_600_000_000_000,
+                    epoch: int = 1) -> bytes:
+    header = make_control_record("SNAPSHOT_HEADER", last_contained_log_timestamp=timestamp_ms)
+    footer = make_control_record("SNAPSHOT_FOOTER")
+    return encode_log([header, *records, footer], epoch=epoch, timestamp_ms=timestamp_ms, batch_size=100)

@@ -1,0 +1,265 @@
+"""``load_metadata``: replay a ``__cluster_metadata-0`` directory, one snapshot, or one segment (via fsspec).
+
+Directory: the newest VALID ``<end>-<epoch>.checkpoint`` (``.checkpoint.part`` and ``.checkpoint.deleted`` are
+ignored; a snapshot that fails to decode falls back to the next older one, reported), then the ``.log`` segments
+from the snapshot's end offset (records below it are skipped). Completeness is judged as described in
+``pipelines.metadata.completeness``; every reason is one line in ``image.incomplete_reasons``.
+
+A lone ``.checkpoint`` is complete when it decodes fully (it is a full image); a lone ``.log`` is complete only if it
+starts at offset 0 and reads cleanly.
+
+Not guaranteed: the on-disk log may hold records beyond the Raft high watermark that Kafka later truncates; nothing
+in the directory tells them apart.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+
+from pipelines.errors import DecodeError
+from pipelines.kafka.checkpoints import read_leader_epoch_checkpoint
+from pipelines.kafka.metadata_log import LogEntry, MetadataLog, iter_metadata_log
+from pipelines.kafka.segment_files import classify_file
+from pipelines.kafka.snapshot_names import parse_snapshot_file
+from pipelines.metadata import completeness
+from pipelines.metadata.delta import FaultHandler
+from pipelines.metadata.events import MetadataEvent
+from pipelines.metadata.image import MetadataImage
+from pipelines.metadata.loader import MetadataLoader
+
+__all__ = ["FileUse", "ReplayResult", "load_metadata"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileUse:
+    """One file of the source and what the loader did with it."""
+
+    name: str
+    kind: str  # checkpoint | log | ignored
+    used: bool
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    image: MetadataImage
+    events: tuple[MetadataEvent, ...]
+    errors: tuple[str, ...]
+    files: tuple[FileUse, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return self.image.complete
+
+
+class _Source:
+    """Reads files through fsspec; local files are memory-mapped by the codec instead of copied."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None) -> None:
+        self.fs, self.path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+
+    def data(self, path: str) -> Any:
+        return path if self.local else self.fs.cat_file(path)
+
+    def text(self, path: str) -> bytes:
+        return self.fs.cat_file(path)
+
+
+class _Run:
+    """Mutable bookkeeping of one load."""
+
+    def __init__(self, source: str, fault_handler: FaultHandler | None) -> None:
+        self.loader = MetadataLoader(source=source, fault_handler=fault_handler)
+        self.errors: list[str] = []
+        self.notes: list[str] = []
+        self.reasons: list[str] = []
+        self.files: list[FileUse] = []
+        self.expected: int | None = None  # next offset we need
+        self.read_any = False
+
+    def entries(self, log: MetadataLog, name: str, start: int) -> Iterator[LogEntry]:
+        """Entries at or after ``start``, checking that offsets are contiguous."""
+        for entry in log:
+            offset = entry.offset
+            if offset < start:
+                continue
+            expected = self.expected
+            if expected is not None and offset != expected:
+                if offset < expected:
+                    self.errors.append(f"{name}: offset {offset} repeats an offset already replayed; skipped")
+                    continue
+                self.reasons.append(f"gap in the metadata log: offsets {expected} to {offset - 1} are missing "
+                                    f"(before {name})")
+            self.expected = offset + 1
+            self.read_any = True
+            yield entry
+
+    def log_problems(self, log: MetadataLog, name: str) -> None:
+        for err in log.errors:
+            self.errors.append(f"{name}: {err.message}")
+            self.reasons.append(f"{name}: could not decode past offset {log.last_offset} ({err.message})")
+        if log.trailing_invalid_bytes:
+            self.reasons.append(f"{name}: {log.trailing_invalid_bytes} trailing invalid bytes (truncated batch)")
+
+    def result(self, complete_ok: bool) -> ReplayResult:
+        loader = self.loader
+        image = loader.finish()
+        if loader.open_transaction is not None:
+            self.reasons.append(f"metadata transaction begun at offset {loader.open_transaction} is still open "
+                                "at the end of the log; its records were not applied")
+        if image.replay_errors:
+            first = image.replay_errors[0]
+            self.reasons.append(f"{len(image.replay_errors)} record(s) could not be replayed (first: {first})")
+            self.errors.extend(str(p) for p in image.replay_errors)
+        reasons = tuple(dict.fromkeys(self.reasons))
+        image = image.with_completeness(complete_ok and not reasons, reasons)
+        return ReplayResult(image, tuple(loader.events), tuple(self.errors), tuple(self.files), tuple(self.notes))
+
+
+def _load_snapshot(run: _Run, src: _Source, path: str) -> bool:
+    name = posixpath.basename(path)
+    try:
+        parsed = parse_snapshot_file(name)
+        end, epoch = parsed.end_offset, parsed.epoch
+    except DecodeError:
+        end, epoch = 0, 0  # e.g. bootstrap.checkpoint: offsets (0, 0)
+    try:
+        log = iter_metadata_log(src.data(path), on_error="stop")
+        entries = list(log)
+    except (OSError, DecodeError) as exc:
+        run.errors.append(f"{name}: unreadable snapshot ({exc})")
+        run.files.append(FileUse(name, "checkpoint", False, note=f"unreadable: {exc}"))
+        return False
+    problems = [e.message for e in log.errors]
+    if log.trailing_invalid_bytes:
+        problems.append(f"{log.trailing_invalid_bytes} trailing invalid bytes")
+    if not problems:
+        outcome = run.loader.load_snapshot(entries, last_offset=end - 1, epoch=epoch)
+        problems = list(outcome.problems)
+    if problems:
+        run.errors.append(f"{name}: invalid snapshot, not used: {'; '.join(problems)}")
+        run.files.append(FileUse(name, "checkpoint", False, note="invalid: " + "; ".join(problems)))
+        return False
+    run.files.append(FileUse(name, "checkpoint", True, outcome.records, 0, log.last_offset,
+                             note=f"end offset {end}, epoch {epoch}"))
+    run.expected = end
+    return True
+
+
+def _replay_segment(run: _Run, src: _Source, path: str, start: int) -> None:
+    name = posixpath.basename(path)
+    try:
+        log = iter_metadata_log(src.data(path), on_error="stop")
+        before = run.loader.records_seen
+        first_seen: list[int] = []
+
+        def tap(it: Iterator[LogEntry]) -> Iterator[LogEntry]:
+            for entry in it:
+                if not first_seen:
+                    first_seen.append(entry.offset)
+                yield entry
+
+        run.loader.replay(tap(run.entries(log, name, start)))
+    except OSError as exc:
+        run.errors.append(f"{name}: unreadable segment ({exc})")
+        run.reasons.append(f"{name}: unreadable segment ({exc})")
+        run.files.append(FileUse(name, "log", False, note=f"unreadable: {exc}"))
+        return
+    run.log_problems(log, name)
+    count = run.loader.records_seen - before
+    run.files.append(FileUse(name, "log", True, count, first_seen[0] if first_seen else None,
+                             log.last_offset if count else None))
+
+
+def _load_dir(run: _Run, src: _Source) -> ReplayResult:
+    listing = sorted(posixpath.basename(p.rstrip("/")) for p in src.fs.ls(src.path, detail=False))
+    snapshots: list[tuple[int, int, str]] = []
+    logs: dict[int, str] = {}
+    indexes: set[int] = set()
+    producer_snapshots: list[int] = []
+    for name in listing:
+        info = classify_file(name)
+        if info.kind == "raft_snapshot":
+            snapshots.append((info.base_offset or 0, info.epoch or 0, name))
+        elif info.kind in ("raft_snapshot_partial", "raft_snapshot_deleted"):
+            run.files.append(FileUse(name, "ignored", False, note=info.kind))
+        elif info.kind == "segment" and not info.state and info.base_offset is not None:
+            if info.suffix == ".log":
+                logs[info.base_offset] = name
+            elif info.suffix in (".index", ".timeindex"):
+                indexes.add(info.base_offset)
+            elif info.suffix == ".snapshot":
+                producer_snapshots.append(info.base_offset)
+    join = posixpath.join
+    snapshot_ok = False
+    for _end, _epoch, name in sorted(snapshots, reverse=True):
+        if _load_snapshot(run, src, join(src.path, name)):
+            snapshot_ok = True
+            break
+        run.notes.append(f"fell back from invalid snapshot {name}")
+    start = run.expected if snapshot_ok and run.expected is not None else 0
+    run.expected = start
+    bases = sorted(logs)
+    if not bases:
+        run.reasons.append("no .log segment in the directory (Kafka always keeps an active segment): records after "
+                           + (f"the snapshot end offset {start}" if snapshot_ok else "offset 0") + " may be missing")
+    first = max((i for i, b in enumerate(bases) if b <= start), default=0)
+    for i, base in enumerate(bases):
+        if i < first:
+            run.files.append(FileUse(logs[base], "log", False, note=f"entirely below the replay start {start}"))
+            continue
+        _replay_segment(run, src, join(src.path, logs[base]), start)
+    last = (run.expected or 0) - 1
+    reasons, notes = completeness.missing_segment_reasons(indexes, bases, start)
+    run.reasons.extend(reasons)
+    run.notes.extend(notes)
+    run.reasons.extend(completeness.producer_snapshot_reasons(producer_snapshots, last))
+    if "leader-epoch-checkpoint" in listing:
+        try:
+            checkpoint = read_leader_epoch_checkpoint(src.text(join(src.path, "leader-epoch-checkpoint")))
+            entries = [(e.epoch, e.start_offset) for e in checkpoint.entries]
+            run.reasons.extend(completeness.leader_epoch_reasons(entries, last))
+        except (OSError, DecodeError) as exc:
+            run.notes.append(f"leader-epoch-checkpoint unreadable: {exc}")
+    return run.result(complete_ok=True)
+
+
+def load_metadata(url_or_path: str, storage_options: dict[str, Any] | None = None, *,
+                  fault_handler: FaultHandler | None = None) -> ReplayResult:
+    """Replay a ``__cluster_metadata-0`` directory, a snapshot ``.checkpoint`` or a ``.log`` segment.
+
+    Raises:
+        FileNotFoundError: the path does not exist.
+        ReplayError: only with a raising ``fault_handler`` (strict mode).
+    """
+    src = _Source(str(url_or_path), storage_options)
+    if not src.fs.exists(src.path):
+        raise FileNotFoundError(f"no such file or directory: {url_or_path}")
+    run = _Run(str(url_or_path), fault_handler)
+    if src.fs.isdir(src.path):
+        return _load_dir(run, src)
+    name = posixpath.basename(src.path)
+    if name.endswith(".checkpoint"):
+        ok = _load_snapshot(run, src, src.path)
+        if not ok:
+            run.reasons.append(f"{name} is not a valid snapshot")
+        return run.result(complete_ok=ok)
+    info = classify_file(name)
+    start = info.base_offset if info.kind == "segment" and info.base_offset is not None else 0
+    run.expected = start
+    _replay_segment(run, src, src.path, start)
+    if start != 0:
+        run.reasons.append(f"a lone segment starting at offset {start}: the state before it is unknown")
+    if not run.read_any:
+        run.reasons.append(f"{name}: no records")
+    return run.result(complete_ok=start == 0)
