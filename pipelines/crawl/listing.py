@@ -79,6 +79,7 @@ class Listing:
         errors: listing errors (unreadable dirs, broken links), each reported once as a crawl error.
         totals: filesystem totals, when the backend could get them.
         closers: called by ``close()`` once the scan is done (SSH connections).
+        descended: False when the backend listed the root only (``fanout_above`` exceeded, or ``only`` given).
     """
 
     root: str
@@ -90,6 +91,7 @@ class Listing:
     errors: list[ListingError] = field(default_factory=list)
     totals: FsTotals | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    descended: bool = True
 
     def close(self) -> None:
         """Release what the reader holds (an SSH connection); safe to call twice."""
@@ -105,6 +107,7 @@ class Listing:
             top, sep, _ = rel.partition("/")
             return not sep or top in dirs
 
+        self.descended = False
         self.entries = {r: e for r, e in self.entries.items() if keep(r)}
         self.contents = {r: c for r, c in self.contents.items() if keep(r)}
         self.read_errors = {r: c for r, c in self.read_errors.items() if keep(r)}

@@ -107,20 +107,15 @@ def root_task(
     list_log_dir = backend_for(job.log_dir)
     can_fan_out = fanout_dirs is not None and backend_name(job.log_dir) in FANOUT_BACKENDS
     try:
-        listing = list_log_dir(job.log_dir, job.storage_options, only=frozenset() if can_fan_out else None)
+        listing = list_log_dir(job.log_dir, job.storage_options, fanout_above=fanout_dirs if can_fan_out else None)
     except storage_errors() as exc:
         return log_dir_failed(ctx, exc), []
     try:
+        if listing.descended or fanout_dirs is None:
+            return rows_for_listing(ctx, listing, include_segments=include_segments), []
         names = listing.partition_dir_names
-        if can_fan_out and fanout_dirs is not None and len(names) > fanout_dirs:
-            chunks = [
-                Chunk(job, tuple(names[i : i + fanout_dirs]), crawled_at) for i in range(0, len(names), fanout_dirs)
-            ]
-            return root_rows(ctx, listing), chunks
-        if can_fan_out:  # small: list again, this time descending into every partition dir
-            listing.close()
-            listing = list_log_dir(job.log_dir, job.storage_options)
-        return rows_for_listing(ctx, listing, include_segments=include_segments), []
+        chunks = [Chunk(job, tuple(names[i : i + fanout_dirs]), crawled_at) for i in range(0, len(names), fanout_dirs)]
+        return root_rows(ctx, listing), chunks
     except storage_errors() as exc:
         return log_dir_failed(ctx, exc), []
     finally:

@@ -69,9 +69,10 @@ def list_log_dir(
     storage_options: Mapping[str, Any] | None = None,
     *,
     only: Collection[str] | None = None,
+    fanout_above: int | None = None,
     fs: Any = None,
 ) -> Listing:
-    """List a log dir through fsspec (``fs`` given: use it with ``url`` as its path).
+    """List a log dir through fsspec (``fs`` given: use it with ``url`` as its path); see ``local.list_log_dir``.
 
     Raises:
         OSError: the log dir itself cannot be listed.
@@ -81,10 +82,13 @@ def list_log_dir(
     else:
         root = fs._strip_protocol(url).rstrip("/") or "/"
     listing = Listing(root=root, reader=fs.cat_file)
-    top = fs.ls(root, detail=True)
+    top = [_entry(fs, listing, posixpath.basename(i["name"].rstrip("/")), i) for i in fs.ls(root, detail=True)]
     wanted = None if only is None else frozenset(only)
-    for info in top:
-        entry = _entry(fs, listing, posixpath.basename(info["name"].rstrip("/")), info)
+    n_dirs = sum(1 for e in top if e.kind == "directory")
+    if wanted is None and fanout_above is not None and n_dirs > fanout_above:
+        wanted = frozenset()  # too big for one task: root only, the caller fans out
+    listing.descended = wanted is None
+    for entry in top:
         listing.add(entry)
         if entry.kind == "directory" and (wanted is None or entry.rel in wanted):
             for child in _ls(fs, listing, f"{root}/{entry.rel}", entry.rel + "/") or ():

@@ -74,13 +74,18 @@ def statvfs_totals(path: str) -> FsTotals | None:
 
 
 def list_log_dir(
-    url: str, storage_options: Mapping[str, Any] | None = None, *, only: Collection[str] | None = None
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    only: Collection[str] | None = None,
+    fanout_above: int | None = None,
 ) -> Listing:
     """List a local log dir.
 
     Args:
         url: a plain path or ``file://`` URL.
         only: when given, only these root directories are descended into (fan-out); every root entry is listed.
+        fanout_above: with more root directories than this, descend into none (``listing.descended`` is False).
 
     Raises:
         OSError: the log dir itself cannot be listed (the caller turns it into one crawl error).
@@ -90,6 +95,10 @@ def list_log_dir(
     with os.scandir(root) as it:
         top = [_entry(listing, d.name, d) for d in it]
     wanted = None if only is None else frozenset(only)
+    n_dirs = sum(1 for e in top if e.kind == "directory")
+    if wanted is None and fanout_above is not None and n_dirs > fanout_above:
+        wanted = frozenset()  # too big for one task: root only, the caller fans out
+    listing.descended = wanted is None
     for entry in top:
         listing.add(entry)
         if entry.kind == "directory" and (wanted is None or entry.rel in wanted):

@@ -1,6 +1,8 @@
 """Listing backends by URL scheme: a dict of ``module:attribute`` targets, imported on first use.
 
-Every target is a function ``list_log_dir(url, storage_options=None, *, only=None) -> Listing``. Schemes without
+Every target is a function ``list_log_dir(url, storage_options=None, *, only=None, fanout_above=None) -> Listing``
+(``only``: descend into just these partition dirs; ``fanout_above``: with more partition dirs than this, list the
+root only and let the caller fan out). Schemes without
 an entry use the generic fsspec backend. ``register_backend`` refuses to replace an entry unless told to.
 """
 
@@ -17,7 +19,12 @@ from pipelines.crawl.listing import Listing
 
 class ListLogDir(Protocol):
     def __call__(
-        self, url: str, storage_options: Mapping[str, Any] | None = None, *, only: Collection[str] | None = None
+        self,
+        url: str,
+        storage_options: Mapping[str, Any] | None = None,
+        *,
+        only: Collection[str] | None = None,
+        fanout_above: int | None = None,
     ) -> Listing: ...
 
 

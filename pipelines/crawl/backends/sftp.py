@@ -213,7 +213,11 @@ class _LazySftpReader:
 
 
 def list_log_dir(
-    url: str, storage_options: Mapping[str, Any] | None = None, *, only: Collection[str] | None = None
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    only: Collection[str] | None = None,
+    fanout_above: int | None = None,
 ) -> Listing:
     """List one remote log dir with one SSH command; call ``listing.close()`` when done reading.
 
@@ -244,9 +248,16 @@ def list_log_dir(
 
 
 def list_log_dir_any(
-    url: str, storage_options: Mapping[str, Any] | None = None, *, only: Collection[str] | None = None
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    only: Collection[str] | None = None,
+    fanout_above: int | None = None,
 ) -> Listing:
-    """The registry entry: the one-command fast path, or a plain SFTP listing (sshfs) when find lacks -printf."""
+    """The registry entry: the one-command fast path, or a plain SFTP listing (sshfs) when find lacks -printf.
+
+    ``fanout_above`` is ignored: one command lists the whole log dir anyway.
+    """
     try:
         return list_log_dir(url, storage_options, only=only)
     except NoGnuFind:
@@ -256,6 +267,6 @@ def list_log_dir_any(
 
         target = ssh_target(url, storage_options)
         fs = SSHFileSystem(**target.sshfs_kwargs())
-        listing = generic.list_log_dir(target.path, fs=fs, only=only)
+        listing = generic.list_log_dir(target.path, fs=fs, only=only, fanout_above=fanout_above)
         listing.errors.append(ListingError("", "list", "NoGnuFind", "remote find lacks -printf; listed over SFTP"))
         return listing
