@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -110,6 +112,11 @@ class Scenario:
     skipped: tuple[str, ...]
 
 
+_PICKING = (c.NOT_A_REPLICA, c.ABANDONED_FUTURE, c.WRONG_LOG_DIR, c.DUPLICATE_REPLICA, c.PENDING_DELETE,
+            c.FUTURE_IN_PROGRESS, c.MISSING_PARTITION_METADATA, c.CORRUPT_PARTITION_METADATA)
+"""Stories that each take one fresh regular partition."""
+
+
 def slot(i: int, count: int, window_ms: int, step_ms: int) -> int:
     """Offset of case ``i`` of ``count`` spread over ``window_ms``, at most ``step_ms`` apart."""
     return i * max(1, min(step_ms, window_ms // max(count, 1)))
@@ -196,13 +203,15 @@ class _Builder:
 
     def pick(self, need_outsider: bool = False) -> tuple[str, Uuid, int, int, list[int]] | None:
         """A fresh regular partition with a live (not down) replica; returns (topic, id, p, that replica, replicas)."""
-        total = len(self.regular) * self.spec.partitions_per_topic
+        starts = list(itertools.accumulate((len(self.log.topics[t].partitions) for _, t in self.regular), initial=0))
+        total = starts[-1]
         for attempt in range(200):
             if not total:
                 break
             k = self.rng.randrange(total)
-            name, topic_id = self.regular[k // self.spec.partitions_per_topic]
-            p = k % self.spec.partitions_per_topic
+            i = bisect.bisect_right(starts, k) - 1
+            name, topic_id = self.regular[i]
+            p = k - starts[i]
             if (topic_id, p) in self.used:
                 continue
             replicas = list(self.log.partition(topic_id, p)["replicas"])
@@ -322,6 +331,13 @@ def build_scenario(spec: s.ClusterSpec, now_ms: int | None = None) -> Scenario:
         name = _regular_name(i)
         ts = first_story + HOUR_MS + (span * i) // max(1, spec.topics)
         tid = b.create_topic(name, spec.partitions_per_topic, rf, ts, start=i % spec.brokers)
+        b.regular.append((name, tid))
+        topics[name] = tid
+
+    needed = sum(n(a) for a in _PICKING)
+    if needed and spec.topics * spec.partitions_per_topic < 2 * needed:
+        name = "ops.replay-buffer"  # too few regular partitions to host every story: add a topic for them
+        tid = b.create_topic(name, 2 * needed, rf, last_create + MINUTE_MS)
         b.regular.append((name, tid))
         topics[name] = tid
 
