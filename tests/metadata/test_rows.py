@@ -1,0 +1,51 @@
+"""Row converters produce exactly the table columns, with the agreed value forms."""
+
+from __future__ import annotations
+
+import json
+from datetime import timezone
+
+import pyarrow as pa
+from mdrecords import broker, config, did, entries, partition, tid, topic
+
+from pipelines.metadata.image import BROKER_RESOURCE
+from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.rows import event_rows, image_rows
+from pipelines.tables.schemas import ALL_TABLES
+
+T1 = tid(1)
+
+
+def _load():
+    loader = MetadataLoader(source="test")
+    loader.replay(entries([
+        broker(1, 4, log_dirs=[did(1)]), broker(2, 4),
+        config(BROKER_RESOURCE, "", "log.segment.delete.delay.ms", "90000"),
+        config(BROKER_RESOURCE, "2", "log.segment.delete.delay.ms", "5"),
+        topic("orders", T1), partition(T1, 0, [1, 2], dirs=[did(1), did(2)]), partition(T1, 1, [2, 1]),
+    ]))
+    return loader, loader.finish()
+
+
+def test_image_rows_match_schemas_and_values() -> None:
+    _, image = _load()
+    rows = image_rows(image, run_id="r1", cluster="c", source="s")
+    for table, table_rows in rows.items():
+        schema = ALL_TABLES[table]
+        assert all(list(r) == list(schema.column_names) for r in table_rows), table
+        pa.Table.from_pylist(table_rows, schema=schema.to_arrow())  # types line up
+    part0 = rows["controller_partitions"][0]
+    assert part0["topic_id"] == str(T1) and part0["directories"] == [str(did(1)), str(did(2))]
+    assert part0["metadata_offset"] == 6 and part0["image_complete"] is False
+    assert {b["broker_id"]: b["file_delete_delay_ms"] for b in rows["controller_brokers"]} == {1: 90000, 2: 5}
+    assert rows["controller_topics"][0]["partition_count"] == 2
+
+
+def test_event_rows() -> None:
+    loader, _ = _load()
+    rows = event_rows(loader.events, cluster="c", source="s", run_id="r1")
+    assert all(list(r) == list(ALL_TABLES["metadata_events"].column_names) for r in rows)
+    created = next(r for r in rows if r["event"] == "topic_created")
+    assert created["timestamp"].tzinfo == timezone.utc and created["topic"] == "orders" and created["offset"] == 4
+    assert json.loads(next(r for r in rows if r["event"] == "partition_added")["detail"])["replicas"] == [1, 2]
+    pa.Table.from_pylist(rows, schema=ALL_TABLES["metadata_events"].to_arrow())
