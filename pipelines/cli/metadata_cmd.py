@@ -1,0 +1,172 @@
+"""``logdir-gc metadata show PATH``: replay a KRaft metadata dir, snapshot or segment and show the image."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import sys
+from typing import Any
+
+import click
+
+from pipelines.cli.exit_codes import DECODE, UNREADABLE
+from pipelines.errors import DecodeError
+from pipelines.kafka.uuid import DIRECTORY_ID_NAMES
+from pipelines.metadata.image import MetadataImage
+from pipelines.metadata.load import ReplayResult, load_metadata
+
+
+def _storage_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
+        options[key] = value
+    return options
+
+
+def _dir(d: Any) -> str:
+    return DIRECTORY_ID_NAMES.get(d, str(d))
+
+
+def show_json(result: ReplayResult) -> dict[str, Any]:
+    """The JSON document of ``metadata show --json`` (keys documented in the README)."""
+    image = result.image
+    return {
+        "complete": image.complete,
+        "incomplete_reasons": list(image.incomplete_reasons),
+        "last_offset": image.last_offset,
+        "last_epoch": image.provenance.last_epoch,
+        "last_timestamp_ms": image.provenance.last_timestamp_ms,
+        "source": image.provenance.source,
+        "features": dict(image.features),
+        "topics": [
+            {
+                "topic_id": str(t.topic_id),
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition": p.partition, "replicas": list(p.replicas), "isr": list(p.isr),
+                        "leader": p.leader, "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
+                        "directories": [str(d) for d in p.directories],
+                        "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas),
+                        "elr": list(p.elr), "last_known_elr": list(p.last_known_elr),
+                    }
+                    for p in sorted(t.partitions.values(), key=lambda x: x.partition)
+                ],
+            }
+            for t in sorted(image.topics.by_id.values(), key=lambda t: t.name)
+        ],
+        "brokers": [
+            {
+                "broker_id": b.broker_id, "epoch": b.epoch, "fenced": b.fenced,
+                "in_controlled_shutdown": b.in_controlled_shutdown, "log_dirs": [str(d) for d in b.log_dirs],
+                "rack": b.rack,
+                "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in b.endpoints],
+            }
+            for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
+        ],
+        "configs": [
+            {"resource_type": rtype, "resource_name": rname, "configs": dict(values)}
+            for (rtype, rname), values in sorted(image.configs.resources.items())
+        ],
+        "counts": image.misc.counts(),
+        "events": [e.to_json_dict() for e in result.events],
+        "errors": list(result.errors),
+        "notes": list(result.notes),
+        "files": [
+            {"name": f.name, "kind": f.kind, "used": f.used, "records": f.records, "first_offset": f.first_offset,
+             "last_offset": f.last_offset, "note": f.note}
+            for f in result.files
+        ],
+    }
+
+
+def render_text(result: ReplayResult) -> str:
+    image: MetadataImage = result.image
+    lines = [f"source: {image.provenance.source}",
+             f"last offset: {image.last_offset} (epoch {image.provenance.last_epoch})",
+             f"metadata.version: {image.metadata_version}",
+             "image: " + ("COMPLETE" if image.complete else "INCOMPLETE")]
+    lines += [f"  - {r}" for r in image.incomplete_reasons]
+    lines.append(f"brokers ({len(image.brokers)}):")
+    for b in sorted(image.brokers.values(), key=lambda b: b.broker_id):
+        state = "fenced" if b.fenced else "unfenced"
+        lines.append(f"  {b.broker_id}: epoch {b.epoch}, {state}, log dirs {[str(d) for d in b.log_dirs]}")
+    lines.append(f"topics ({len(image.topics)}):")
+    for t in sorted(image.topics.by_id.values(), key=lambda t: t.name):
+        lines.append(f"  {t.name} ({t.topic_id}) partitions={len(t.partitions)}")
+        for p in sorted(t.partitions.values(), key=lambda x: x.partition):
+            extra = ""
+            if p.adding_replicas or p.removing_replicas:
+                extra = f" adding={list(p.adding_replicas)} removing={list(p.removing_replicas)}"
+            lines.append(f"    {p.partition}: leader={p.leader} replicas={list(p.replicas)} isr={list(p.isr)} "
+                         f"dirs={[_dir(d) for d in p.directories]}{extra}")
+    lines.append(f"events: {len(result.events)}")
+    for kind in ("errors", "notes"):
+        items = getattr(result, kind)
+        if items:
+            lines.append(f"{kind} ({len(items)}):")
+            lines += [f"  {x}" for x in items]
+    return "\n".join(lines) + "\n"
+
+
+def _dump_records(path: str, result: ReplayResult, options: dict[str, str]) -> None:
+    """kafka-dump-log ``--cluster-metadata-decoder``-like output, one JSON object per record."""
+    import fsspec
+
+    from pipelines.kafka.metadata_codec import control_to_json_dict, iter_metadata_log, to_json_dict
+
+    fs, root = fsspec.core.url_to_fs(path, **options)
+    names = [f.name for f in result.files if f.kind in ("checkpoint", "log")] if fs.isdir(root) else [None]
+    for name in names:
+        file_path = root if name is None else posixpath.join(root, name)
+        for entry in iter_metadata_log(fs.cat_file(file_path)):
+            record = entry.record
+            payload = (
+                {"type": record.type_name, "data": control_to_json_dict(record)} if entry.is_control
+                else to_json_dict(record)
+            )
+            click.echo(json.dumps({
+                "file": posixpath.basename(file_path), "offset": entry.offset, "baseOffset": entry.batch_base_offset,
+                "epoch": entry.epoch, "timestamp": entry.batch_timestamp_ms, "isControl": entry.is_control,
+                "payload": payload,
+            }, default=str))
+
+
+@click.group("metadata")
+def metadata() -> None:
+    """Read KRaft controller metadata (__cluster_metadata-0, snapshots, segments)."""
+
+
+@metadata.command("show")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print the image, events and completeness as JSON.")
+@click.option("--records", is_flag=True, help="Dump every decoded record as JSON lines (like kafka-dump-log).")
+@click.option("--storage-option", "storage_option", multiple=True, metavar="KEY=VALUE",
+              help="fsspec storage option for a remote PATH (repeatable).")
+def show(path: str, as_json: bool, records: bool, storage_option: tuple[str, ...]) -> None:
+    """Replay PATH (a __cluster_metadata-0 dir, a .checkpoint or a .log; path or fsspec URL) and show the image.
+
+    Exits 0 when the image could be built (an incomplete image included), 3 when PATH cannot be read.
+    """
+    options = _storage_options(storage_option)
+    try:
+        result = load_metadata(path, options or None)
+        if records:
+            _dump_records(path, result, options)
+            return
+    except OSError as exc:
+        click.echo(f"logdir-gc metadata show: cannot read {path}: {exc.strerror or exc}", err=True)
+        sys.exit(UNREADABLE)
+    except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or missing backend
+        click.echo(f"logdir-gc metadata show: cannot open {path}: {exc}", err=True)
+        sys.exit(UNREADABLE)
+    except DecodeError as exc:
+        click.echo(f"logdir-gc metadata show: cannot decode {path}: {exc}", err=True)
+        sys.exit(DECODE)
+    if as_json:
+        click.echo(json.dumps(show_json(result), indent=2))
+    else:
+        click.echo(render_text(result), nl=False)
