@@ -1,0 +1,41 @@
+"""Controller metadata image and replay (pure Python, no Spark), after Kafka's ``metadata/image``."""
+
+from pipelines.metadata.delta import MetadataDelta, raise_on_fault
+from pipelines.metadata.events import MetadataEvent
+from pipelines.metadata.image import (
+    EMPTY,
+    BrokerImage,
+    ConfigsImage,
+    MetadataImage,
+    MetadataProvenance,
+    PartitionImage,
+    ReplayProblem,
+    TopicImage,
+    TopicsImage,
+)
+from pipelines.metadata.load import FileUse, ReplayResult, load_metadata
+from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.rows import event_rows, image_rows
+from pipelines.metadata.topics_describe import parse_topics_describe
+
+__all__ = [
+    "EMPTY",
+    "BrokerImage",
+    "ConfigsImage",
+    "FileUse",
+    "MetadataDelta",
+    "MetadataEvent",
+    "MetadataImage",
+    "MetadataLoader",
+    "MetadataProvenance",
+    "PartitionImage",
+    "ReplayProblem",
+    "ReplayResult",
+    "TopicImage",
+    "TopicsImage",
+    "event_rows",
+    "image_rows",
+    "load_metadata",
+    "parse_topics_describe",
+    "raise_on_fault",
+]
