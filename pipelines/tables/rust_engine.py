@@ -24,6 +24,7 @@ from pipelines.tables.base import (
     Where,
     check_rows,
     matches,
+    sql_literal,
     sql_predicate,
     table_name,
     utc_from_millis,
@@ -159,10 +160,12 @@ class RustTableStore(TableStore):
         if not set_values:
             raise ValueError("update needs at least one column to set")
         predicate = sql_predicate(where, "datafusion")
-        values = dict(set_values)
+        # SQL expressions, not delta-rs ``new_values`` (which neither escapes quotes nor handles NULL/arrays);
+        # delta-rs casts each expression to the column's type.
+        updates = {f"`{column}`": _datafusion_value(value) for column, value in set_values.items()}
 
         def run() -> dict[str, Any]:
-            return self._open(table).update(new_values=values, predicate=predicate)
+            return self._open(table).update(updates=updates, predicate=predicate)
 
         return int(self._retrying(run).get("num_updated_rows", 0))
 
@@ -185,15 +188,18 @@ class RustTableStore(TableStore):
             if column not in partition_columns or value is None or isinstance(value, bool | datetime):
                 continue
             if isinstance(value, list | tuple | set | frozenset):
-                pruning.append((column, "in", [str(v) for v in value]))
+                if value:
+                    pruning.append((column, "in", [str(v) for v in value]))
             else:
                 pruning.append((column, "=", str(value)))
-        out = dt.to_pyarrow_table(partitions=pruning or None)
+        out = dt.to_pyarrow_table(filters=pruning or None)
         declared = self.declared_schema(table)
         if declared is not None:
             out = out.select(list(declared.column_names)).cast(declared.to_arrow())
         else:
             out = out.cast(_plain_types(out.schema))
+        if any(isinstance(v, list | tuple | set | frozenset) and not v for v in (where or {}).values()):
+            return out.slice(0, 0)
         expression = _arrow_filter(where)
         return out.filter(expression) if expression is not None else out
 
@@ -232,6 +238,14 @@ def _schema_from_arrow(name: str, schema: pa.Schema) -> TableSchema:
     from pipelines.tables.schemas import Column
 
     return TableSchema(name, tuple(Column(f.name, "string") for f in schema), ())
+
+
+def _datafusion_value(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, list | tuple):
+        return f"make_array({', '.join(_datafusion_value(v) for v in value)})" if value else "[]"
+    return sql_literal(value, "datafusion")
 
 
 def _plain_types(schema: pa.Schema) -> pa.Schema:

@@ -15,6 +15,7 @@ from pipelines.tables.base import (
     TableStore,
     Where,
     check_rows,
+    matches,
     sql_literal,
     sql_predicate,
     table_name,
@@ -136,6 +137,13 @@ class SparkTableStore(TableStore):
     def overwrite_partition(self, table: TableRef, predicate_columns: Where, rows: Any) -> None:
         if not predicate_columns:
             raise ValueError("overwrite_partition needs at least one predicate column")
+        from pyspark.sql import DataFrame
+
+        if not isinstance(rows, DataFrame):  # DataFrames are checked by Delta's replaceWhere constraint
+            rows = rows if isinstance(rows, list | tuple) else rows.to_pylist()
+            for index, item in enumerate(rows):
+                if not matches(item, predicate_columns):
+                    raise ValueError(f"{table_name(table)}: row {index} does not match {dict(predicate_columns)}")
         df = self._to_df(table, rows)
         predicate = sql_predicate(predicate_columns, "spark")
         self._retrying(
