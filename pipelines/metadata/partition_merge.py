@@ -29,7 +29,7 @@ def _ints(value: Any) -> tuple[int, ...]:
 
 
 def _default_to_migrating(directories: tuple[Uuid, ...] | None, replica_count: int) -> tuple[Uuid, ...]:
-    if not directories or all(d == MIGRATING for d in directories):
+    if not directories or directories.count(MIGRATING) == len(directories):
         return (MIGRATING,) * replica_count
     return directories
 
@@ -71,15 +71,18 @@ def merge_partition_change(old: PartitionImage, fields: Mapping[str, Any]) -> Pa
     replicas_field = get("replicas")
     replicas = old.replicas if replicas_field is None else tuple(replicas_field)
     dirs_field = get("directories")
-    if dirs_field is not None:
-        dirs = tuple(dirs_field)
-        if replicas_field is not None and dirs and len(dirs) != len(replicas):
-            raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
+    if dirs_field is None and replicas_field is None:
+        dirs = old.directories  # hot path (ISR/leader changes): already normalised for these replicas
     else:
-        dirs = old.directories
-    dirs = _default_to_migrating(dirs, len(replicas))
-    if len(dirs) != len(replicas):
-        raise ReplayError(f"directories {len(dirs)} do not match {len(replicas)} replicas after the change")
+        if dirs_field is not None:
+            dirs = tuple(dirs_field)
+            if replicas_field is not None and dirs and len(dirs) != len(replicas):
+                raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
+        else:
+            dirs = old.directories
+        dirs = _default_to_migrating(dirs, len(replicas))
+        if len(dirs) != len(replicas):
+            raise ReplayError(f"directories {len(dirs)} do not match {len(replicas)} replicas after the change")
     isr = get("isr")
     removing = get("removing_replicas")
     adding = get("adding_replicas")
