@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_options
+from pipelines.errors import PlanError
 from pipelines.plan import approval
 from pipelines.plan.approval import PlanRecord
 
@@ -54,8 +55,7 @@ def plans() -> None:
 def list_cmd(config_path: str | None, warehouse: str | None, as_json: bool, cluster: str | None) -> None:
     """Every plan with status, creation time, content hash, item count and bytes."""
     store = open_store(load_app(config_path, warehouse))
-    approval.ensure_tables(store)
-    records = approval.list_plans(store, cluster)
+    records = approval.list_plans(store, cluster) if store.exists("gc_plans") else []
     emit(as_json, [_summary(r) for r in records], "\n".join(_line(r) for r in records) or "no plans")
 
 
@@ -66,7 +66,8 @@ def list_cmd(config_path: str | None, warehouse: str | None, as_json: bool, clus
 def show(plan_id: str, config_path: str | None, warehouse: str | None, as_json: bool, fmt: str) -> None:
     """One plan: its items and its audit trail (Markdown or JSON)."""
     store = open_store(load_app(config_path, warehouse))
-    approval.ensure_tables(store)
+    if not store.exists("gc_plans"):
+        raise PlanError(f"no plan {plan_id!r}: {store.table_uri('gc_plans')} does not exist")
     record = approval.get_plan(store, plan_id)
     audit = approval.audit_rows(store, plan_id)
     if as_json or fmt == "json":
