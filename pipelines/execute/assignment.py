@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipelines.config.models import MetadataConfig
-from pipelines.errors import PreconditionFailed
+from pipelines.errors import PipelinesError, PreconditionFailed
 from pipelines.kafka.uuid import Uuid
 from pipelines.plan.model import PlanItem
 
@@ -55,12 +55,10 @@ def load_assignment_check(metadata: MetadataConfig) -> Callable[[PlanItem, int],
     if metadata.kind != "metadata_log":
         raise PreconditionFailed(f"metadata.kind {metadata.kind} cannot be re-read by the executor; use "
                                  "metadata_log or none")
-    try:
-        from pipelines.metadata import load_metadata  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise PreconditionFailed(f"metadata source configured but the loader is unavailable: {exc}") from None
+    from pipelines.metadata import load_metadata
+
     try:
         result = load_metadata(metadata.source, metadata.storage_options or None)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, PipelinesError) as exc:
         raise PreconditionFailed(f"cannot re-read controller metadata {metadata.source}: {exc}") from None
     return assignment_from_image(result.image)

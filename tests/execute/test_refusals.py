@@ -217,3 +217,38 @@ def test_log_dir_not_registered_for_the_broker_is_skipped(tmp_path: Path) -> Non
     report = apply_plan(cfg, w.store, "plan-1", 1, execute=True)
     assert {i.action for i in report.items} == {"skipped"}
     assert all(p.exists() for p in w.garbage.values())
+
+
+def _metadata_log(path: Path, topic: str, topic_id, replicas: list[int]) -> Path:
+    """A one-batch controller log written with the project's own encoder (topic + one partition)."""
+    from pipelines.simulate.controller import Batch, Rec
+    from pipelines.simulate.metadata_files import encode_log_batch
+
+    records = (
+        Rec("FeatureLevelRecord", 0, {"name": "metadata.version", "feature_level": 21}),
+        Rec("TopicRecord", 0, {"name": topic, "topic_id": topic_id}),
+        Rec("PartitionRecord", 0, {"partition_id": 0, "topic_id": topic_id, "replicas": replicas, "isr": replicas,
+                                   "removing_replicas": [], "adding_replicas": [], "leader": replicas[0],
+                                   "leader_epoch": 0, "partition_epoch": 0}),
+    )
+    path.mkdir(parents=True)
+    log = path / "00000000000000000000.log"
+    log.write_bytes(encode_log_batch(Batch(0, 1_700_000_000_000, 1, records)))
+    return log
+
+
+def test_configured_metadata_source_is_re_read_and_protects_live_replicas(tmp_path: Path) -> None:
+    log = _metadata_log(tmp_path / "meta" / "__cluster_metadata-0", "orders", LIVE[0].resolved_topic_id, [2, 1])
+    w = build_world(tmp_path, approve_plan=False, metadata={"kind": "metadata_log", "source": str(log)})
+    live = item_for(w.log_dir, LIVE[0], item_id="live-orders-0")
+    approve(w.store, make_plan(w.log_dir, (), items=(*w.plan.items, live), plan_id="evil"), w.config)
+    report = apply_plan(w.config, w.store, "evil", 1, execute=True)
+    assert _actions(report)["live-orders-0"] == "skipped" and (w.log_dir / LIVE[0].dir_name).exists()
+    assert report.count("quarantined") == 3
+
+
+def test_unreadable_metadata_source_refuses_everything(tmp_path: Path) -> None:
+    w = build_world(tmp_path, metadata={"kind": "metadata_log", "source": str(tmp_path / "missing")})
+    with pytest.raises(PreconditionFailed, match="cannot re-read controller metadata"):
+        apply_plan(w.config, w.store, "plan-1", 1, execute=True)
+    assert all(p.exists() for p in w.garbage.values())
