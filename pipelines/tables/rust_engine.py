@@ -10,8 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from pipelines.tables.base import (
@@ -176,32 +175,23 @@ class RustTableStore(TableStore):
         version: int | None = None,
         timestamp: datetime | str | None = None,
     ) -> pa.Table:
-        """Rows as a ``pyarrow.Table``; equality terms on partition columns prune files, the rest filter rows."""
+        """Rows as a ``pyarrow.Table``, filtered inside delta-rs (DataFusion prunes partitions and files).
+
+        Reads go through delta-rs's query engine rather than ``to_pyarrow_dataset``: the latter runs Arrow C++
+        I/O threads over a Python filesystem handler, which can abort the interpreter at exit
+        ("terminate called without an active exception", delta-rs issue 2184).
+        """
         if version is not None and timestamp is not None:
             raise ValueError("pass version or timestamp, not both")
         dt = self._open(table, version=version)
         if timestamp is not None:
             dt.load_as_version(timestamp)
-        partition_columns = set(dt.metadata().partition_columns)
-        pruning = []
-        for column, value in (where or {}).items():
-            if column not in partition_columns or value is None or isinstance(value, bool | datetime):
-                continue
-            if isinstance(value, list | tuple | set | frozenset):
-                if value:
-                    pruning.append((column, "in", [str(v) for v in value]))
-            else:
-                pruning.append((column, "=", str(value)))
-        out = dt.to_pyarrow_table(filters=pruning or None)
+        query = f"SELECT * FROM snapshot WHERE {sql_predicate(where, 'datafusion')}"
+        out = pa.table(QueryBuilder().register("snapshot", dt).execute(query).read_all())
         declared = self.declared_schema(table)
         if declared is not None:
-            out = out.select(list(declared.column_names)).cast(declared.to_arrow())
-        else:
-            out = out.cast(_plain_types(out.schema))
-        if any(isinstance(v, list | tuple | set | frozenset) and not v for v in (where or {}).values()):
-            return out.slice(0, 0)
-        expression = _arrow_filter(where)
-        return out.filter(expression) if expression is not None else out
+            return out.select(list(declared.column_names)).cast(declared.to_arrow())
+        return out.cast(pa.schema([f.with_type(_plain_type(f.type)) for f in out.schema]))
 
     def read_arrow(
         self,
@@ -248,28 +238,10 @@ def _datafusion_value(value: Any) -> str:
     return sql_literal(value, "datafusion")
 
 
-def _plain_types(schema: pa.Schema) -> pa.Schema:
-    """Replace the view/large string types delta-rs may hand out with plain ``string``."""
-    fields = []
-    for field in schema:
-        kind = field.type
-        if pa.types.is_string_view(kind) or pa.types.is_large_string(kind):
-            kind = pa.string()
-        fields.append(field.with_type(kind))
-    return pa.schema(fields)
-
-
-def _arrow_filter(where: Where | None) -> pc.Expression | None:
-    if not where:
-        return None
-    expression: pc.Expression | None = None
-    for column, value in where.items():
-        field = pc.field(column)
-        if value is None:
-            term = field.is_null()
-        elif isinstance(value, list | tuple | set | frozenset):
-            term = field.isin(list(value))
-        else:
-            term = field == value
-        expression = term if expression is None else expression & term
-    return expression
+def _plain_type(kind: pa.DataType) -> pa.DataType:
+    """Replace the view/large string types delta-rs hands out with plain ``string`` (also inside lists)."""
+    if pa.types.is_string_view(kind) or pa.types.is_large_string(kind):
+        return pa.string()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind):
+        return pa.list_(_plain_type(kind.value_type))
+    return kind
