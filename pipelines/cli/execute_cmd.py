@@ -144,7 +144,7 @@ def prestart(broker: int, budget: str | None, config_path: str | None, warehouse
     from pipelines.plan import approval
 
     app = load_app(config_path, warehouse, need_config=True)
-    budget_ms = _duration(budget) or app.executor.prestart_time_budget_ms
+    budget_ms = app.executor.prestart_time_budget_ms if budget is None else _duration(budget) or 0
     deadline = time.monotonic() + budget_ms / 1000
     results: list[dict[str, Any]] = []
     try:
