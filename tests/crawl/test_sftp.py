@@ -53,7 +53,8 @@ def test_sftp_one_remote_command_prefetches_small_files(sshd_server: Sshd, tmp_p
 
 def test_sftp_missing_log_dir_is_one_error_row(sshd_server: Sshd, tmp_path: Path) -> None:
     dirs = build_cluster(tmp_path / "c")
-    remote = [Broker(3, (sshd_server.url(tmp_path / "nope"), sshd_server.url(dirs["b2-d0"])), sshd_server.storage_options)]
+    urls = (sshd_server.url(tmp_path / "nope"), sshd_server.url(dirs["b2-d0"]))
+    remote = [Broker(3, urls, sshd_server.storage_options)]
     result = crawl_local(remote, run_id="r", cluster="c")
     assert [(e["stage"], e["error_class"]) for e in result.errors] == [("list", "FileNotFoundError")]
     assert len(result.log_dirs) == 1 and result.partition_dirs
