@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Fresh-machine set-up, safe to re-run: .venv (python3 >= 3.10), editable install with the dev extra,
+# and the Delta Lake jars pre-resolved into the project cache (so later Spark sessions start offline).
+#
+# Environment: PYTHON (interpreter for a new .venv, default python3), KLGC_CACHE_DIR (jar/Ivy cache,
+# default <repo>/.cache), KLGC_MAVEN_REPO (Maven repository, default Maven Central), SKIP_JARS=1 (no JVM step).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+python="${PYTHON:-python3}"
+venv="$repo/.venv"
+
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" - <<'PY' || { echo "setup: need Python >= 3.10 (found $("$python" -V 2>&1)); set PYTHON=..." >&2; exit 1; }
+import sys
+sys.exit(0 if sys.version_info >= (3, 10) else 1)
+PY
+    echo "setup: creating $venv with $("$python" -V 2>&1)"
+    "$python" -m venv "$venv"
+fi
+
+# Reinstall only when pyproject.toml changed since the last successful install (keeps re-runs fast).
+stamp="$venv/.klgc-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "setup: pip install -e '.[dev]'"
+    "$venv/bin/python" -m pip install --quiet -e ".[dev]"
+    touch "$stamp"
+else
+    echo "setup: .venv up to date with pyproject.toml"
+fi
+
+if [ "${SKIP_JARS:-0}" = "1" ]; then
+    echo "setup: SKIP_JARS=1, not resolving Delta jars"
+    exit 0
+fi
+command -v java >/dev/null 2>&1 || { echo "setup: java not found; Spark needs a JDK 17+ on PATH" >&2; exit 1; }
+
+"$venv/bin/python" - <<'PY'
+import sys
+import urllib.error
+import urllib.request
+
+from pipelines.tables.spark_session import (
+    JarsUnavailable, delta_packages, jars_dir, jars_ready, maven_repo, resolve_jars,
+)
+
+if not jars_ready():
+    group, artifact, version = delta_packages()[0].split(":")
+    pom = f"{maven_repo()}{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.pom"
+    try:
+        urllib.request.urlopen(urllib.request.Request(pom, method="HEAD"), timeout=20).close()
+    except (urllib.error.URLError, OSError) as exc:
+        sys.exit(f"setup: Maven repository unreachable or artifact missing ({pom}): {exc}")
+try:
+    jars = resolve_jars(verbose=True)
+except JarsUnavailable as exc:
+    sys.exit(f"setup: {exc}")
+print(f"setup: {len(jars)} jars ready in {jars_dir()}")
+PY
