@@ -30,11 +30,12 @@ from pipelines.cli.exit_codes import USAGE
               help="Put __cluster_metadata-0 on a controller-only node instead of broker 1's first log dir.")
 @click.option("--warehouse", default=None, help="Warehouse URL written into cluster.yaml [default: <out>/warehouse].")
 @click.option("--now-ms", default=None, type=int, help="Fix the clock (epoch ms) for reproducible output.")
+@click.option("--workers", default=8, show_default=True, type=int, help="Threads creating partition dirs.")
 @click.option("--force", is_flag=True, help="Replace a previous simulation in --out.")
 def simulate(out: str, brokers: int, topics: int, partitions: int, replication: int, jbod: int,
              files_per_partition: int, segment_bytes: int, no_sparse: bool, seed: int, anomalies: str,
              internal_partitions: int, separate_controller: bool, warehouse: str | None, now_ms: int | None,
-             force: bool) -> None:
+             workers: int, force: bool) -> None:
     """Write N brokers' log dirs and the controller's metadata log in Kafka's formats, plus truth.json (the
     expected class of every partition dir) and cluster.yaml (for ``logdir-gc run --config``)."""
     from pipelines.simulate import PRESETS, ClusterSpec, OutputNotEmpty, generate, summarize
@@ -49,7 +50,7 @@ def simulate(out: str, brokers: int, topics: int, partitions: int, replication: 
         click.echo(f"logdir-gc simulate: {exc}", err=True)
         sys.exit(USAGE)
     try:
-        result = generate(spec, out, warehouse=warehouse, force=force)
+        result = generate(spec, out, warehouse=warehouse, force=force, workers=workers)
     except OutputNotEmpty as exc:
         click.echo(f"logdir-gc simulate: {exc}", err=True)
         sys.exit(USAGE)
