@@ -89,3 +89,15 @@ def test_pacer_sleeps_to_hold_the_rate() -> None:
     unpaced.account(10**9)
     assert -1 not in slept
 
+
+
+def test_an_item_restored_by_hand_is_not_re_applied(tmp_path: Path) -> None:
+    w = build_world(tmp_path)
+    apply_plan(w.config, w.store, "plan-1", 1, execute=True)
+    first = w.plan.items[0].item_id
+    assert restore(w.config, 1, "plan-1", item_id=first).restored == [first]
+    assert w.garbage[first].exists()
+    again = apply_plan(w.config, w.store, "plan-1", 1, execute=True)
+    outcome = {i.item_id: (i.action, i.reason) for i in again.items}
+    assert outcome[first] == ("skipped", "restored by an operator earlier; not re-applied")
+    assert w.garbage[first].exists()
