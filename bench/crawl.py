@@ -1,0 +1,145 @@
+"""Crawl speed against ``find``: local listing vs ``find -printf``, SFTP crawl vs ``ssh host find -printf``.
+
+    .venv/bin/python bench/crawl.py [--log-dirs 2] [--partitions 5000] [--files 10] [--keep DIR]
+
+Builds a synthetic tree (empty or sparse files, a partition.metadata in each partition dir), then times in one
+run: the pure-Python crawl (listing + inventory scan + rows) against GNU find, and, when an OpenSSH server can be
+started on 127.0.0.1, the SFTP crawl against ``ssh 127.0.0.1 find``. Goals: local <= 1.5x find, sftp <= 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pipelines.crawl.backends import backend_for  # noqa: E402
+from pipelines.crawl.local_crawl import crawl_local  # noqa: E402
+from pipelines.kafka.partition_metadata import write_partition_metadata  # noqa: E402
+from pipelines.kafka.uuid import Uuid  # noqa: E402
+
+SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
+
+
+@dataclass(frozen=True)
+class Broker:
+    broker_id: int
+    log_dirs: tuple[str, ...]
+    storage_options: dict
+    inventory: str | None = None
+
+
+def build_tree(root: Path, log_dirs: int, partitions: int, files: int) -> list[Path]:
+    dirs = []
+    for d in range(log_dirs):
+        logdir = root / f"data-{d}"
+        logdir.mkdir(parents=True)
+        (logdir / "meta.properties").write_text("version=1\ncluster.id=bench\nnode.id=1\n")
+        for p in range(partitions):
+            pdir = logdir / f"topic{p % 500}-{p // 500 + d * 1000}"
+            pdir.mkdir()
+            (pdir / "partition.metadata").write_bytes(write_partition_metadata(Uuid.from_hex(f"{p + 1:032x}")))
+            for i in range(files - 1):
+                with open(pdir / f"{i * 1000:020d}{SUFFIXES[i % len(SUFFIXES)]}", "wb") as fh:
+                    if i % 3 == 0:
+                        fh.truncate(1 << 20)  # sparse: size without disk
+        dirs.append(logdir)
+    return dirs
+
+
+def best_of(n: int, fn: Callable[[], object]) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def run_find(argv_prefix: list[str], dirs: list[Path]) -> None:
+    for d in dirs:
+        argv = ["find", str(d), "-printf", r"%p %s %T@\n"]
+        if argv_prefix:  # through ssh: one remote command line
+            argv = [shlex.join(argv)]
+        subprocess.run([*argv_prefix, *argv], check=True, stdout=subprocess.DEVNULL)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log-dirs", type=int, default=2)
+    ap.add_argument("--partitions", type=int, default=5000)
+    ap.add_argument("--files", type=int, default=10, help="files per partition dir, partition.metadata included")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", help="build the tree here and keep it")
+    args = ap.parse_args()
+
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="crawl-bench-"))
+    try:
+        t = time.perf_counter()
+        dirs = build_tree(base / "tree", args.log_dirs, args.partitions, args.files)
+        n_files = args.log_dirs * args.partitions * args.files
+        print(f"tree: {args.log_dirs} log dirs x {args.partitions} partition dirs x {args.files} files"
+              f" = {n_files} files, built in {time.perf_counter() - t:.1f}s")  # fmt: skip
+        brokers = [Broker(1, tuple(map(str, dirs)), {})]
+
+        def local() -> None:
+            result = crawl_local(brokers, run_id="bench", cluster="bench", fanout_dirs=None)
+            assert result.run_row["partition_dirs"] == args.log_dirs * args.partitions, result.run_row
+
+        def listing_only() -> None:
+            for d in dirs:
+                backend_for(str(d))(str(d)).close()
+
+        run_find([], dirs)  # warm the dentry cache for both sides
+        t_find = best_of(args.repeat, lambda: run_find([], dirs))
+        t_list = best_of(args.repeat, listing_only)
+        t_local = best_of(args.repeat, local)
+        print(f"local: find -printf {t_find:.3f}s | listing backend alone {t_list:.3f}s (ratio {t_list / t_find:.2f})"
+              f" | crawl_local, listing+scan+rows {t_local:.3f}s (ratio {t_local / t_find:.2f}; goal <= 1.5)")
+
+        sys.path.insert(0, str(REPO / "tests" / "crawl"))
+        from tests.crawl.conftest import start_sshd
+
+        started = start_sshd(base / "sshd")
+        if isinstance(started, str):
+            print(f"sftp: skipped ({started})")
+            return 0
+        proc, server = started
+        try:
+            remote = [Broker(1, tuple(server.url(d) for d in dirs), server.storage_options)]
+
+            def sftp() -> None:
+                result = crawl_local(remote, run_id="bench", cluster="bench")
+                assert result.run_row["partition_dirs"] == args.log_dirs * args.partitions, result.run_row
+
+            def sftp_listing_only() -> None:
+                for url in remote[0].log_dirs:
+                    backend_for(url)(url, server.storage_options).close()
+
+            t_ssh = best_of(args.repeat, lambda: run_find(server.ssh_argv(), dirs))
+            t_sftp_list = best_of(args.repeat, sftp_listing_only)
+            t_sftp = best_of(args.repeat, sftp)
+            print(f"sftp:  ssh find -printf {t_ssh:.3f}s | listing backend alone {t_sftp_list:.3f}s (ratio"
+                  f" {t_sftp_list / t_ssh:.2f}) | crawl_local(sftp://) {t_sftp:.3f}s (ratio {t_sftp / t_ssh:.2f};"
+                  " goal <= 2)")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
