@@ -1,0 +1,44 @@
+"""The JVM-free parts of the session factory: cache location, Ivy settings, coordinates (no Spark started)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pipelines.tables import spark_session
+
+
+def test_cache_dir_and_maven_repo_follow_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KLGC_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("KLGC_MAVEN_REPO", "https://mirror.example/m2")
+    assert spark_session.cache_dir() == tmp_path / "c"
+    assert spark_session.maven_repo() == "https://mirror.example/m2/"
+    assert spark_session.jars_dir() == tmp_path / "c" / "ivy" / "jars"
+    assert not spark_session.jars_ready()
+
+
+def test_ivy_settings_have_one_resolver_and_our_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KLGC_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KLGC_MAVEN_REPO", raising=False)
+    path = spark_session.ivy_settings_path()
+    root = ET.parse(path).getroot()
+    resolvers = root.find("resolvers")
+    assert resolvers is not None and [r.get("root") for r in resolvers] == [spark_session.MAVEN_CENTRAL]
+    cache = root.find("caches")
+    assert cache is not None and cache.get("defaultCacheDir") == str(tmp_path / "ivy" / "cache")
+    mtime = path.stat().st_mtime_ns
+    assert spark_session.ivy_settings_path() == path and path.stat().st_mtime_ns == mtime  # unchanged: not rewritten
+
+
+def test_delta_coordinates_match_the_installed_pyspark_and_delta_spark() -> None:
+    spark_minor = ".".join(importlib.metadata.version("pyspark").split(".")[:2])
+    delta = importlib.metadata.version("delta-spark")
+    assert spark_session.delta_packages() == [f"io.delta:delta-spark_{spark_minor}_2.13:{delta}"]
+
+
+@pytest.mark.parametrize(("master", "cores"), [("local[2]", 2), ("local[1]", 1), ("local", 1)])
+def test_local_shuffle_partitions_are_twice_the_cores(master: str, cores: int) -> None:
+    assert spark_session._local_defaults(master)["spark.sql.shuffle.partitions"] == str(2 * cores)
