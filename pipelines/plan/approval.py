@@ -62,7 +62,7 @@ class PlanRecord:
     approvals: tuple[str, ...]
     created_at: datetime
     created_by: str
-    updated_at: datetime
+    updated_at: datetime | None
     expires_at: datetime | None
     superseded_by: str | None
     item_count: int
@@ -137,9 +137,9 @@ def _audit(store: TableStore, plan_id: str, at: datetime, actor: str, action: st
     }])
 
 
-def _stamp(previous: datetime, now: datetime) -> datetime:
+def _stamp(previous: datetime | None, now: datetime) -> datetime:
     """A new ``updated_at``: now, but strictly after the previous one (it is the row's revision token)."""
-    return now if now > previous else previous + timedelta(microseconds=1)
+    return now if previous is None or now > previous else previous + timedelta(microseconds=1)
 
 
 Decide = Callable[[PlanRecord], tuple[str, dict[str, Any]]]

@@ -151,3 +151,13 @@ def test_tampered_stored_plan_cannot_be_approved(store: TableStore) -> None:
     store.update("gc_plans", {"plan_id": "p1"}, {"plan_json": row.plan_json.replace('"orders"', '"orderz"')})
     with pytest.raises(PlanError, match=r"tampered|does not match"):
         approval.approve(store, "p1", by="bob", policy=PolicyConfig(), now=NOW)
+
+
+def test_a_row_written_by_another_emitter_without_updated_at_can_be_approved(store: TableStore) -> None:
+    """Plan emission may write gc_plans rows itself; a NULL revision token still gives a compare-and-set."""
+    p = plan()
+    approval.ensure_tables(store)
+    store.append("gc_plans", [{"plan_id": "p1", "cluster": "c1", "created_at": T0, "created_by": "alice",
+                               "run_id": "run-1", "content_hash": p.content_hash, "status": "proposed",
+                               "item_count": 2, "total_bytes": 200, "plan_json": p.to_json()}])
+    assert approval.approve(store, "p1", by="bob", policy=PolicyConfig(), now=NOW).status == "approved"
