@@ -20,10 +20,11 @@ from pathlib import Path
 
 from pipelines.kafka.checkpoints import EpochEntry, write_leader_epoch_checkpoint
 from pipelines.kafka.metadata_codec import (
+    MetadataRecord,
     encode_control_record,
     encode_metadata_record,
     make_control_record,
-    make_record,
+    record_type,
 )
 from pipelines.kafka.partition_metadata import write_partition_metadata
 from pipelines.kafka.record_batch import encode_batch
@@ -43,7 +44,8 @@ def encode_value(rec: Rec) -> bytes | tuple[bytes, bytes]:
     """A metadata record's value, or a control record's (key, value)."""
     if rec.control:
         return encode_control_record(make_control_record(rec.name, **rec.fields))
-    return encode_metadata_record(make_record(rec.name, rec.version, **rec.fields))
+    # fields left out take their schema defaults in the encoder; make_record would only add them first
+    return encode_metadata_record(MetadataRecord(record_type(rec.name).api_key, rec.version, rec.name, rec.fields))
 
 
 def encode_log_batch(batch: Batch) -> bytes:
