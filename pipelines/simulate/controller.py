@@ -73,8 +73,9 @@ class _Topic:
 class ControllerLog:
     """Appends records at increasing offsets and keeps the state they replay to."""
 
-    def __init__(self, epoch: int = 1) -> None:
+    def __init__(self, epoch: int = 1, noop_interval_ms: int = 6 * 3_600_000) -> None:
         self.epoch = epoch
+        self.noop_interval_ms = noop_interval_ms
         self.batches: list[Batch] = []
         self.next_offset = 0
         self.last_timestamp_ms = 0
@@ -92,6 +93,7 @@ class ControllerLog:
         """
         if timestamp_ms < self.last_timestamp_ms:
             raise ValueError("metadata log timestamps must not go backwards")
+        self._noops_until(timestamp_ms)
         first = self.next_offset
         if len(records) > MAX_RECORDS_PER_BATCH:
             records = [Rec("BeginTransactionRecord", 0, {"name": "simulated bulk change"}), *records,
@@ -105,6 +107,17 @@ class ControllerLog:
                 self._replay(rec)
         self.last_timestamp_ms = timestamp_ms
         return first
+
+    def _noops_until(self, timestamp_ms: int) -> None:
+        """The active controller appends NoOpRecords while idle (MV 3.3+); we write one per interval tick."""
+        if not self.batches or not self.noop_interval_ms:
+            return
+        tick = (self.last_timestamp_ms // self.noop_interval_ms + 1) * self.noop_interval_ms
+        while tick < timestamp_ms:
+            self.batches.append(Batch(self.next_offset, tick, self.epoch, (Rec("NoOpRecord", 0, {}),)))
+            self.next_offset += 1
+            self.last_timestamp_ms = tick
+            tick += self.noop_interval_ms
 
     def append_control(self, record: Rec, timestamp_ms: int) -> None:
         self.batches.append(Batch(self.next_offset, timestamp_ms, self.epoch, (record,)))
@@ -176,11 +189,13 @@ class ControllerLog:
             out.append(Rec("FeatureLevelRecord", 0, {"name": "metadata.version", "feature_level": mv}))
         out += [Rec("FeatureLevelRecord", 0, {"name": n, "feature_level": v})
                 for n, v in sorted(self.features.items()) if n != "metadata.version"]
-        out += [Rec("RegisterBrokerRecord", REGISTER_BROKER_VERSION, b) for _, b in sorted(self.brokers.items())]
-        out += [Rec("RegisterControllerRecord", 0, c) for _, c in sorted(self.controllers.items())]
+        # copies: the state dicts keep changing after the snapshot is taken
+        out += [Rec("RegisterBrokerRecord", REGISTER_BROKER_VERSION, dict(b)) for _, b in sorted(self.brokers.items())]
+        out += [Rec("RegisterControllerRecord", 0, dict(c)) for _, c in sorted(self.controllers.items())]
         for topic in self.topics.values():
             out.append(Rec("TopicRecord", 0, {"name": topic.name, "topic_id": topic.topic_id}))
-            out += [Rec("PartitionRecord", PARTITION_RECORD_VERSION, p) for _, p in sorted(topic.partitions.items())]
+            out += [Rec("PartitionRecord", PARTITION_RECORD_VERSION, dict(p))
+                    for _, p in sorted(topic.partitions.items())]
         for (rtype, rname), values in sorted(self.configs.items()):
             out += [Rec("ConfigRecord", 0, {"resource_type": rtype, "resource_name": rname, "name": k, "value": v})
                     for k, v in sorted(values.items())]

@@ -3,8 +3,8 @@
 All bytes come from the project's own writers (``record_batch.encode_batch``, ``metadata_codec``). Layout of the
 metadata dir (facts sheet section 5):
 
-- segments ``<base>.log`` rolled every ``metadata.log.segment.ms`` (7 days by default) with empty ``.index`` /
-  ``.timeindex`` companions (the active segment's preallocated to Kafka's 10 MiB, sparse);
+- segments ``<base>.log`` rolled daily (``metadata.log.segment.ms`` = 1 day; Kafka's default is 7) with empty
+  ``.index`` / ``.timeindex`` companions (the active segment's preallocated to Kafka's 10 MiB, sparse);
 - segments wholly below the snapshot and older than ``metadata.max.retention.ms`` (7 days) are gone, as Kafka's
   snapshot-aware cleaner would have removed them;
 - the snapshot ``<endOffset>-<epoch>.checkpoint``: SnapshotHeader control batch, the full image, SnapshotFooter;
@@ -32,8 +32,8 @@ from pipelines.kafka.snapshot_names import format_snapshot_name
 from pipelines.kafka.uuid import METADATA_TOPIC_ID
 from pipelines.simulate.controller import MAX_RECORDS_PER_BATCH, METADATA_VERSION, Batch, Rec, Snapshot
 
-SEGMENT_MS = 7 * 86_400_000
-"""``metadata.log.segment.ms`` default: a new segment every 7 days."""
+SEGMENT_MS = 86_400_000
+"""Simulated ``metadata.log.segment.ms``: a new segment every day, so that old ones can be cleaned."""
 RETENTION_MS = 7 * 86_400_000
 """``metadata.max.retention.ms`` default."""
 MAX_INDEX_BYTES = 10 * 1024 * 1024

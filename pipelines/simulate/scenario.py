@@ -232,9 +232,6 @@ class _Builder:
     def other_index(self, index: int) -> int:
         return (index + 1) % self.spec.jbod_dirs
 
-    def maybe_snapshot(self, ts: int) -> None:
-        if self.spec.snapshot and self.snapshot is None and ts >= self.now - 2 * DAY_MS - 12 * HOUR_MS:
-            self.snapshot = self.log.snapshot()
 
     # -- the story ----------------------------------------------------------------------------
     def bootstrap(self, t0: int, controller_id: int) -> None:
@@ -341,6 +338,10 @@ def build_scenario(spec: s.ClusterSpec, now_ms: int | None = None) -> Scenario:
         b.regular.append((name, tid))
         topics[name] = tid
 
+    # The snapshot comes before every anomaly, so the tail log shows each one's event and timestamp.
+    if spec.snapshot:
+        b.snapshot = b.log.snapshot()
+
     # -- 8 days ago: scratch topic deleted while a broker restarted -> -stray on that broker ------
     if "tmp.migration-test" in ids:
         tid = ids["tmp.migration-test"]
@@ -355,7 +356,6 @@ def build_scenario(spec: s.ClusterSpec, now_ms: int | None = None) -> Scenario:
     # -- 6 days ago: the down broker crashes -------------------------------------------------------
     if any(spec.anomalies.values()):
         b.broker_change(down, now - 6 * DAY_MS, fenced=1)
-    b.maybe_snapshot(now - 6 * DAY_MS)
 
     # -- 5 days ago: topic deletions ---------------------------------------------------------------
     t_del = now - 5 * DAY_MS
@@ -400,7 +400,6 @@ def build_scenario(spec: s.ClusterSpec, now_ms: int | None = None) -> Scenario:
     # -- 3 days ago: reassignments away from a live broker -----------------------------------------
     _reassign_away(b, c.NOT_A_REPLICA, now - 3 * DAY_MS)
     _reassign_away(b, c.ABANDONED_FUTURE, now - 3 * DAY_MS + 3 * HOUR_MS)
-    b.maybe_snapshot(now - 2 * DAY_MS)
 
     # -- 2 days ago: JBOD ----------------------------------------------------------------------------
     for i in range(n(c.WRONG_LOG_DIR)):
@@ -440,7 +439,6 @@ def build_scenario(spec: s.ClusterSpec, now_ms: int | None = None) -> Scenario:
         name, tid, p, x, _ = got
         b.add_dir(x, b.other_index(b.placement[(x, tid, p)]), f"{name}-{p}.{b.unique_hex()}-future",
                   c.FUTURE_IN_PROGRESS, name, p, tid, now - 20 * MINUTE_MS, "alter-log-dirs copy in progress")
-    b.maybe_snapshot(now)
 
     # -- independent of the log ------------------------------------------------------------------------
     for cls, pm, story in ((c.MISSING_PARTITION_METADATA, "missing", "partition.metadata lost"),

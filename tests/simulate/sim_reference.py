@@ -41,6 +41,9 @@ class MiniImage:
             del self.topics[f["topic_id"]]
         elif name == "RegisterBrokerRecord":
             self.brokers[f["broker_id"]] = dict(f)
+        elif name == "BrokerRegistrationChangeRecord":
+            if f["fenced"]:
+                self.brokers[f["broker_id"]]["fenced"] = f["fenced"] == 1
         elif name == "ConfigRecord":
             self.configs.setdefault((f["resource_type"], f["resource_name"]), {})[f["name"]] = f["value"]
         elif name == "FeatureLevelRecord":

@@ -5,13 +5,15 @@ import os
 from pathlib import Path
 
 import pytest
-from sim_reference import reference_classes, replay
+from sim_reference import MiniImage, reference_classes, replay
 from sim_specs import ALL_SPEC, NOW_MS
 
 from pipelines.config import load_config
 from pipelines.detect import classes as c
 from pipelines.kafka.logdir import scan_log_dir
 from pipelines.kafka.meta_properties import read_meta_properties
+from pipelines.kafka.metadata_log import iter_metadata_log
+from pipelines.kafka.snapshot_names import parse_snapshot_name
 from pipelines.simulate import PRESETS, ClusterSpec, GenerationResult, OutputNotEmpty, generate, load_truth
 from pipelines.simulate.truth import DELETE_MARGIN_MS
 
@@ -224,3 +226,30 @@ def test_without_jbod_the_jbod_anomalies_are_reported_skipped(tmp_path: Path) ->
     assert c.ABANDONED_FUTURE in truth.counts() and c.WRONG_LOG_DIR not in truth.counts()
     reference = reference_classes(truth, DELETE_MARGIN_MS)
     assert all(reference[(i.log_dir, i.dir_name)] == i.cls for i in truth.items)
+
+
+def test_tail_changes_apply_to_the_snapshot_state(all_cluster: GenerationResult) -> None:
+    """The snapshot is the image at its end offset: every tail change changes something, and the down broker is
+    still unfenced in the snapshot (it crashes later, in the tail)."""
+    truth = load_truth(all_cluster.truth_path)
+    metadata_dir = Path(truth.metadata_dir)
+    [snapshot] = metadata_dir.glob("*.checkpoint")
+    image = MiniImage()
+    for entry in iter_metadata_log(snapshot):
+        if not entry.is_control:
+            image.apply(entry.record.name, entry.record.fields)
+    [down] = [b.broker_id for b in truth.brokers if b.down]
+    assert image.brokers[down]["fenced"] is False
+    end = parse_snapshot_name(snapshot.name)[0]
+    changes = 0
+    for segment in sorted(metadata_dir.glob("*.log")):
+        for entry in iter_metadata_log(segment):
+            rec = entry.record
+            if entry.offset < end or entry.is_control or rec.name != "PartitionChangeRecord":
+                continue
+            before = dict(image.topics[rec.fields["topic_id"]][1][rec.fields["partition_id"]])
+            image.apply(rec.name, rec.fields)
+            after = image.topics[rec.fields["topic_id"]][1][rec.fields["partition_id"]]
+            assert before != after, entry.offset
+            changes += 1
+    assert changes >= 2 * 3 * 3  # three reassign-away stories of three cases, two records each
