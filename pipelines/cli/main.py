@@ -60,7 +60,7 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: errors of the project's families become one line on stderr and an exit code."""
     try:
-        cli.main(args=argv, prog_name="logdir-gc", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="logdir-gc", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         code = code_for(exc)  # re-raises anything that is not one of our families: a bug shows its traceback
         click.echo(f"logdir-gc: error: {exc}", err=True)
         sys.exit(code)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

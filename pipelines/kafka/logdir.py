@@ -145,15 +145,16 @@ class LogDirInventory:
 
 
 def fingerprint_entries(entries: Iterable[tuple[str, int, int]]) -> str:
-    """sha256 (hex) over the sorted ``(name, size, mtime_ns)`` triples of a directory's entries.
+    """sha256 (hex) over the sorted ``(name, size, mtime)`` triples of a directory's entries.
 
     The crawl and the executor both call this; feed it ``fingerprint_triples(listing)`` so both sides agree on
-    what a subdirectory contributes.
+    what a subdirectory contributes. Times count in whole seconds: SFTP reports seconds, a local stat
+    nanoseconds, and a plan crawled over SFTP must verify against the broker's local disk.
     """
     h = hashlib.sha256()
     for name, size, mtime_ns in sorted(entries):
         h.update(name.encode("utf-8", "surrogateescape"))
-        h.update(f"\0{int(size)}\0{int(mtime_ns)}\n".encode("ascii"))
+        h.update(f"\0{int(size)}\0{int(mtime_ns) // 1_000_000_000}\n".encode("ascii"))
     return h.hexdigest()
 
 

@@ -92,9 +92,17 @@ def test_fingerprint(healthy: tuple[Path, list[PartitionSpec]]) -> None:
     log = Path(d.path) / "00000000000000000000.log"
     st = log.stat()
     os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    assert fingerprint_dir(d.path) == d.fingerprint, "sub-second changes are below the fingerprint's resolution"
+    os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
     assert fingerprint_dir(d.path) != d.fingerprint
+    with log.open("ab") as f:
+        f.write(b"x")
+    os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert fingerprint_dir(d.path) != d.fingerprint, "a size change alone changes the fingerprint"
     assert fingerprint_entries([("a", 1, 2), ("b", 3, 4)]) == fingerprint_entries([("b", 3, 4), ("a", 1, 2)])
     assert fingerprint_entries([("a", 1, 2)]) != fingerprint_entries([("a", 2, 2)])
+    # SFTP listings carry whole seconds, local stats nanoseconds: both must give the same fingerprint.
+    assert fingerprint_entries([("a", 1, 5_123_456_789)]) == fingerprint_entries([("a", 1, 5_000_000_000)])
 
 
 def test_startup_blockers_are_fatal(tmp_path: Path) -> None:
