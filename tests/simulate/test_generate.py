@@ -253,3 +253,22 @@ def test_tail_changes_apply_to_the_snapshot_state(all_cluster: GenerationResult)
             assert before != after, entry.offset
             changes += 1
     assert changes >= 2 * 3 * 3  # three reassign-away stories of three cases, two records each
+
+
+def test_without_snapshot_the_whole_log_replays(tmp_path: Path) -> None:
+    spec = ClusterSpec(brokers=3, topics=2, partitions_per_topic=3, jbod_dirs=2, anomalies=PRESETS["small"],
+                       internal_partitions=2, snapshot=False, now_ms=NOW_MS)
+    truth = load_truth(generate(spec, tmp_path / "sim").truth_path)
+    metadata_dir = Path(truth.metadata_dir)
+    assert not list(metadata_dir.glob("*.checkpoint"))
+    assert (metadata_dir / f"{0:020d}.log").exists()
+    reference = reference_classes(truth, DELETE_MARGIN_MS)
+    assert all(reference[(i.log_dir, i.dir_name)] == i.cls for i in truth.items)
+
+
+def test_spec_validation() -> None:
+    with pytest.raises(ValueError, match="unknown anomalies"):
+        ClusterSpec(anomalies={"nonsense": 1})
+    with pytest.raises(ValueError, match="2 brokers"):
+        ClusterSpec(brokers=1)
+    assert ClusterSpec(brokers=1, anomalies=PRESETS["none"]).effective_replication == 1
