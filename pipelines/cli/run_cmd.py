@@ -1,0 +1,119 @@
+"""``logdir-gc run`` (a real configuration) and ``logdir-gc demo`` (a generated cluster), both end to end."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pipelines.cli.exit_codes import USAGE
+from pipelines.config import AppConfig, config_from_dict, load_config
+from pipelines.errors import ConfigError
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _parse_logdirs(values: tuple[str, ...]) -> list[dict[str, Any]]:
+    by_broker: dict[int, list[str]] = defaultdict(list)
+    for value in values:
+        broker, sep, url = value.partition("=")
+        if not sep or not broker.strip().isdigit() or not url:
+            raise ConfigError(f"--logdir expects BROKER_ID=URL, got {value!r}")
+        by_broker[int(broker)].append(url)
+    return [{"broker_id": b, "log_dirs": urls} for b, urls in sorted(by_broker.items())]
+
+
+def build_config(config_file: str | None, *, logdirs: tuple[str, ...], metadata: str | None,
+                 warehouse: str | None, cluster: str | None) -> AppConfig:
+    """A config from ``--config`` and/or the ad-hoc flags (flags win)."""
+    overrides: dict[str, Any] = {}
+    if warehouse:
+        overrides["warehouse"] = warehouse
+    if cluster:
+        overrides["cluster"] = cluster
+    if logdirs:
+        overrides["brokers"] = _parse_logdirs(logdirs)
+    if metadata:
+        overrides["metadata"] = {"kind": "metadata_log", "source": metadata}
+    if config_file:
+        return load_config(config_file, overrides)
+    if not logdirs:
+        raise ConfigError("give --config FILE, or at least one --logdir BROKER=URL (with --warehouse DIR)")
+    if not warehouse:
+        raise ConfigError("--warehouse DIR is required without --config")
+    return config_from_dict({"cluster": "default", **overrides}, origin="command line")
+
+
+def _print_report(report: Any, config: AppConfig, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.to_json_dict(), indent=2, sort_keys=True, default=str))
+        return
+    detect = next(s for s in report.steps if s.step == "detect")
+    plan = next(s for s in report.steps if s.step == "plan")
+    click.echo(f"run {report.run_id} of cluster {report.cluster}")
+    click.echo(f"{'class':<28}{'dirs':>7}{'plannable':>11}{'bytes':>16}")
+    for cls, c in detect.counts["by_class"].items():
+        click.echo(f"{cls:<28}{c['dirs']:>7}{c['plannable']:>11}{c['bytes']:>16,}")
+    for step in report.steps:
+        for note in step.notes:
+            click.echo(f"note ({step.step}): {note}")
+    click.echo(f"tables:  {config.warehouse}/<table> (findings, partition_dirs, gc_plans, ...)")
+    if report.plan_id:
+        click.echo(f"plan:    {plan.counts['plan_id']}: {plan.counts['items']} items, {plan.counts['bytes']:,} bytes,"
+                   f" {plan.counts['content_hash']}")
+        click.echo(f"         {plan.counts['file']} (+ .md for reviewers)")
+        click.echo(f"review:  logdir-gc plans show {report.plan_id} --warehouse {config.warehouse}")
+    else:
+        click.echo("plan:    nothing plannable in this run")
+
+
+def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments: bool) -> None:
+    from pipelines.orchestrate import new_run_id, run_pipeline
+
+    report = run_pipeline(config, run_id or new_run_id(), created_by=getpass.getuser(), progress=_progress,
+                          include_segments=include_segments)
+    _print_report(report, config, as_json)
+
+
+@click.command("run")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="YAML config (see conf/example.yaml).")
+@click.option("--logdir", "logdirs", multiple=True, metavar="BROKER=URL", help="A broker's log dir (repeatable).")
+@click.option("--metadata", help="URL of the controller's __cluster_metadata-0 (or a snapshot/segment).")
+@click.option("--warehouse", help="Root of the Delta tables: DIR/<table name>.")
+@click.option("--cluster", help="Cluster name (default: from the config, else 'default').")
+@click.option("--run-id", help="Run id (default: the UTC time); a rerun with the same id replaces its rows.")
+@click.option("--include-segments", is_flag=True, help="Also write the per-file segment_files table.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+def run(config_file: str | None, logdirs: tuple[str, ...], metadata: str | None, warehouse: str | None,
+        cluster: str | None, run_id: str | None, include_segments: bool, as_json: bool) -> None:
+    """Crawl → ingest controller metadata → detect → plan, on local Spark or under spark-submit."""
+    config = build_config(config_file, logdirs=logdirs, metadata=metadata, warehouse=warehouse, cluster=cluster)
+    _run(config, run_id, as_json, include_segments)
+
+
+@click.command("demo")
+@click.option("--out", default="demo-out", show_default=True, type=click.Path(file_okay=False),
+              help="Where the generated cluster, the tables and the plan go (replaced if it holds a previous demo).")
+@click.option("--brokers", default=3, show_default=True, type=int)
+@click.option("--jbod", default=2, show_default=True, type=int, help="Log dirs per broker.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+def demo(out: str, brokers: int, jbod: int, as_json: bool) -> None:
+    """Generate a small cluster with every kind of leftover, then run the whole pipeline on it."""
+    from pipelines.simulate import PRESETS, ClusterSpec, OutputNotEmpty, generate
+
+    target = Path(out).resolve()
+    try:
+        result = generate(ClusterSpec(brokers=brokers, jbod_dirs=jbod, anomalies=PRESETS["small"]), target,
+                          warehouse=str(target / "warehouse"), force=True)
+    except (OutputNotEmpty, ValueError) as exc:
+        click.echo(f"logdir-gc demo: {exc}", err=True)
+        sys.exit(USAGE)
+    _progress(f"generated a {brokers}-broker cluster in {target} ({result.files} files; truth: {result.truth_path})")
+    _run(load_config(result.config_path), None, as_json, include_segments=False)

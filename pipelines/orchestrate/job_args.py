@@ -1,0 +1,56 @@
+"""What every spark-submit job in ``jobs/`` starts with: arguments, config, session, table store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pipelines.config.load import load_config
+from pipelines.config.models import AppConfig
+from pipelines.errors import PipelinesError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from pipelines.tables.base import TableStore
+
+
+@dataclass(frozen=True)
+class JobContext:
+    config: AppConfig
+    run_id: str
+    args: argparse.Namespace
+    spark: SparkSession
+    store: TableStore
+
+
+def job_context(argv: Sequence[str] | None, description: str,
+                extra: Callable[[argparse.ArgumentParser], None] | None = None) -> JobContext:
+    """Parse ``--config FILE --run-id ID`` (plus ``extra`` flags), load the config, build session and store."""
+    from pipelines.orchestrate.steps import ensure_tables
+    from pipelines.tables import open_store
+    from pipelines.tables.spark_session import build_spark
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", required=True, help="YAML config file")
+    parser.add_argument("--run-id", required=True, help="run id; a rerun with the same id replaces its rows")
+    if extra:
+        extra(parser)
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    spark = build_spark(master=config.spark.master, conf=config.spark.conf)
+    store = open_store("spark", config.warehouse, spark=spark)
+    ensure_tables(store)
+    return JobContext(config, args.run_id, args, spark, store)
+
+
+def run_job(main: Callable[[], Any]) -> None:
+    """Exit 0 on success; one line on stderr and exit 1 for the project's own error families."""
+    try:
+        main()
+    except PipelinesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)

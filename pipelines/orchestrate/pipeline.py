@@ -1,0 +1,71 @@
+"""crawl → ingest metadata → detect → plan, in one Spark session: what ``logdir-gc run`` and ``demo`` do."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pipelines.config.models import AppConfig
+from pipelines.orchestrate.steps import (
+    StepReport,
+    crawl_step,
+    detect_step,
+    ensure_tables,
+    ingest_metadata_step,
+    plan_step,
+)
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    cluster: str
+    warehouse: str
+    steps: list[StepReport] = field(default_factory=list)
+    plan_id: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "cluster": self.cluster, "warehouse": self.warehouse, "plan_id": self.plan_id,
+            "steps": {s.step: {"counts": s.counts, "notes": s.notes} for s in self.steps},
+        }
+
+
+def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: Progress = lambda _: None,
+                 include_segments: bool = False, now: datetime | None = None) -> RunReport:
+    """Run every step for ``run_id``; a rerun with the same id replaces that run's rows."""
+    from pipelines.tables import open_store
+    from pipelines.tables.spark_session import build_spark
+
+    now = now or datetime.now(timezone.utc)
+    report = RunReport(run_id, config.cluster, config.warehouse)
+    progress(f"starting Spark ({config.spark.master or 'local'})")
+    spark = build_spark(master=config.spark.master, conf=config.spark.conf)
+    store = open_store("spark", config.warehouse, spark=spark)
+    ensure_tables(store)
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        progress(f"[{len(report.steps) + 1}/4] {name} ...")
+        started = time.monotonic()
+        out = fn()
+        step = out[0] if isinstance(out, tuple) else out
+        report.steps.append(step)
+        progress(f"[{len(report.steps)}/4] {name} done in {time.monotonic() - started:.1f}s: {_brief(step)}")
+        return out
+
+    timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
+    _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id))
+    timed("detect", lambda: detect_step(spark, store, config, run_id, now=now))
+    _, plan = timed("plan", lambda: plan_step(store, config, run_id, created_by=created_by, view=view, now=now))
+    report.plan_id = plan.plan_id if plan is not None else None
+    return report
+
+
+def _brief(step: StepReport) -> str:
+    counts = {k: v for k, v in step.counts.items() if not isinstance(v, dict | list)}
+    return ", ".join(f"{k}={v}" for k, v in counts.items())

@@ -1,0 +1,143 @@
+"""The pipeline's scheduled steps, each one function the jobs in ``jobs/`` and ``logdir-gc run`` share.
+
+crawl → ingest metadata → detect → plan. Every step writes the rows of ONE run (``run_id``) with
+``overwrite_partition``, so rerunning a step with the same run id replaces its rows and never duplicates them;
+``metadata_events`` is merged on its natural key instead, because it is the durable history across runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipelines.config.models import AppConfig
+from pipelines.orchestrate.controller import ControllerView, load_controller_view
+from pipelines.tables.base import TableStore
+from pipelines.tables.schemas import ALL_TABLES
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from pipelines.plan.model import GcPlan
+
+EVENT_KEYS = ["cluster", "offset", "event", "topic_id", "partition"]
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable run id from the clock: ``20240601T120000Z``."""
+    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def plans_dir(config: AppConfig) -> Path:
+    return Path(config.plans_dir or Path(config.warehouse) / "_plans")
+
+
+@dataclass
+class StepReport:
+    """What a step did, for progress lines and ``--json``."""
+
+    step: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def ensure_tables(store: TableStore) -> None:
+    for schema in ALL_TABLES.values():
+        store.create_if_missing(schema)
+
+
+def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *,
+               include_segments: bool = False) -> StepReport:
+    """Crawl every broker's log dirs (Spark tasks) into crawl_runs, log_dirs, partition_dirs, crawl_errors."""
+    from pipelines.crawl.spark_crawl import crawl
+
+    frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster, include_segments=include_segments)
+    run = {"run_id": run_id}
+    try:
+        store.overwrite_partition("log_dirs", run, frames.log_dirs)
+        store.overwrite_partition("partition_dirs", run, frames.partition_dirs)
+        store.overwrite_partition("crawl_errors", run, frames.errors)
+        if include_segments:
+            store.overwrite_partition("segment_files", run, frames.segment_files)
+        store.overwrite_partition("crawl_runs", run, [frames.run_row])
+    finally:
+        frames.unpersist()
+    row = frames.run_row
+    keys = ("status", "log_dirs", "partition_dirs", "files", "bytes", "errors")
+    return StepReport("crawl", {k: row[k] for k in keys})
+
+
+def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
+                         view: ControllerView | None = None) -> tuple[StepReport, ControllerView]:
+    """Controller image → controller_* tables of this run; its events merged into the durable history."""
+    from pipelines.metadata import event_rows, image_rows
+
+    view = view or load_controller_view(config.metadata)
+    rows = image_rows(view.image, run_id=run_id, cluster=config.cluster, source=view.source)
+    for table, table_rows in rows.items():
+        store.overwrite_partition(table, {"run_id": run_id}, table_rows)
+    events = event_rows(view.events, cluster=config.cluster, source=view.source, run_id=run_id)
+    if events:
+        store.merge("metadata_events", events, keys=EVENT_KEYS, update_columns=[])
+    image = view.image
+    report = StepReport("ingest_metadata", {
+        "topics": len(rows["controller_topics"]), "partitions": len(rows["controller_partitions"]),
+        "brokers": len(rows["controller_brokers"]), "events": len(events), "metadata_offset": image.last_offset,
+        "complete": image.complete,
+    })
+    report.notes += [f"controller image incomplete: {r}" for r in image.incomplete_reasons]
+    return report, view
+
+
+def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str,
+                now: datetime | None = None) -> StepReport:
+    """Classify every partition dir of the run against the controller tables of the same run → findings."""
+    from pyspark.sql import functions as F
+
+    from pipelines.detect.spark_detect import detect
+
+    def of_run(table: str) -> Any:
+        return store.read(table).where(F.col("run_id") == run_id)
+
+    events = store.read("metadata_events").where(F.col("cluster") == config.cluster)
+    findings = detect(
+        spark, of_run("partition_dirs"), of_run("controller_topics"), of_run("controller_partitions"),
+        of_run("controller_brokers"), events, of_run("log_dirs"),
+        config=config.detect, now=now or datetime.now(timezone.utc),
+    )
+    store.overwrite_partition("findings", {"run_id": run_id}, findings)
+    summary = (
+        store.read("findings").where(F.col("run_id") == run_id)
+        .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
+                              F.sum(F.col("plannable").cast("int")).alias("plannable"))
+        .collect()
+    )
+    by_class = {r["class"]: {"dirs": r["dirs"], "bytes": r["bytes"] or 0, "plannable": r["plannable"] or 0}
+                for r in summary}
+    return StepReport("detect", {"by_class": dict(sorted(by_class.items()))})
+
+
+def plan_step(store: TableStore, config: AppConfig, run_id: str, *, created_by: str,
+              view: ControllerView | None = None, now: datetime | None = None) -> tuple[StepReport, GcPlan | None]:
+    """Plannable findings → a GC plan, each item re-checked in plain Python against a freshly loaded image."""
+    from pipelines.plan.approval import register_plan, supersede_older
+    from pipelines.plan.emit import emit_plan
+
+    view = view or load_controller_view(config.metadata)
+    findings = [r for r in store.read_rows("findings", where={"run_id": run_id}) if r["plannable"]]
+    plan = emit_plan(findings, view.image, cluster=config.cluster, run_id=run_id, created_by=created_by,
+                     config=config, out_dir=plans_dir(config), now=now)
+    if plan is None:
+        return StepReport("plan", {"plan_id": None, "items": 0, "bytes": 0}, ["nothing to plan"]), None
+    register_plan(store, plan, actor=created_by, policy=config.policy)
+    superseded = supersede_older(store, plan, actor=created_by)
+    by_class = Counter(i.class_ for i in plan.items)
+    report = StepReport("plan", {
+        "plan_id": plan.plan_id, "items": len(plan.items), "bytes": plan.total_bytes,
+        "content_hash": plan.content_hash, "by_class": dict(sorted(by_class.items())),
+        "file": str(plans_dir(config) / f"{plan.plan_id}.json"), "superseded": superseded,
+    })
+    return report, plan
