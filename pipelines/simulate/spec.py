@@ -86,8 +86,10 @@ class ClusterSpec:
             problems.append("replication must be >= 1")
         if self.jbod_dirs < 1:
             problems.append("jbod dirs must be >= 1")
-        if self.files_per_partition < 0 or self.segment_bytes < 0 or self.internal_partitions < 0:
-            problems.append("files, segment bytes and internal partitions must be >= 0")
+        if self.files_per_partition < 1:
+            problems.append("files per partition must be >= 1 (partition.metadata is always written)")
+        if self.segment_bytes < 0 or self.internal_partitions < 0:
+            problems.append("segment bytes and internal partitions must be >= 0")
         if self.history_days < 8:
             problems.append("history_days must be >= 8 (the anomaly stories span a week)")
         unknown = sorted(set(self.anomalies) - set(ANOMALIES))

@@ -271,4 +271,6 @@ def test_spec_validation() -> None:
         ClusterSpec(anomalies={"nonsense": 1})
     with pytest.raises(ValueError, match="2 brokers"):
         ClusterSpec(brokers=1)
+    with pytest.raises(ValueError, match="files per partition"):
+        ClusterSpec(files_per_partition=0)
     assert ClusterSpec(brokers=1, anomalies=PRESETS["none"]).effective_replication == 1
