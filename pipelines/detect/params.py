@@ -1,0 +1,29 @@
+"""Rule parameters shared by the Spark detector and the plain-Python re-check (no logic, no Spark).
+
+Only inputs live here (patterns, status groups, config keys, reserved ids); each classifier implements the rules
+on its own so that one can check the other.
+"""
+
+from __future__ import annotations
+
+from pipelines.config.models import DetectConfig
+from pipelines.kafka.uuid import Uuid
+
+INTERNAL_TOPIC_PATTERN = r"__.*"
+"""Names starting with ``__`` are Kafka-internal by convention and always protected."""
+
+PM_MISSING_STATUSES: frozenset[str] = frozenset({"missing"})
+"""``partition_metadata_status`` values meaning "no file" (anything else but ``ok`` means a corrupt file)."""
+
+PM_OK = "ok"
+
+DELETE_DELAY_CONFIG_KEY = "log.segment.delete.delay.ms"
+"""Broker synonym of ``file.delete.delay.ms``: the delay the ``kafka-delete-logs`` task waits after enqueueing."""
+
+RESERVED_DIRECTORY_IDS: frozenset[str] = frozenset(str(Uuid(0, i)) for i in range(100))
+"""KIP-858 reserved directory ids (MIGRATING, UNASSIGNED, LOST, ...): an assignment to one of them decides nothing."""
+
+
+def protected_patterns(config: DetectConfig) -> tuple[str, ...]:
+    """The configured full-match regexes plus the ``__`` internal-topic convention."""
+    return (*config.protected_topic_patterns, INTERNAL_TOPIC_PATTERN)
