@@ -1,0 +1,87 @@
+"""Capacity analytics over the warehouse's Delta tables: pandas + delta-rs + matplotlib, no Spark, no JVM.
+
+Notebooks (``notebooks/``) and ``logdir-gc report`` call these functions; each returns a pandas DataFrame (or a
+:class:`~pipelines.analytics.plots.Chart` with its one-line takeaway).
+"""
+
+from pipelines.analytics.capacity import (
+    disk_by_broker,
+    disk_by_log_dir,
+    disk_by_topic,
+    partitions_per_broker,
+    top_topics,
+)
+from pipelines.analytics.fmt import human_bytes, pct
+from pipelines.analytics.ledger import filesystem_ledger, unexplained_ledger
+from pipelines.analytics.plots import (
+    Chart,
+    plot_disk_by_broker,
+    plot_growth,
+    plot_jbod_skew,
+    plot_ledger,
+    plot_partitions_per_broker,
+    plot_reclaimable_by_broker,
+    plot_reclaimable_by_class,
+    plot_reclaimable_over_time,
+    plot_top_topics,
+)
+from pipelines.analytics.reclaim import former_topic_names, garbage_dirs, reclaimable_by_broker, reclaimable_by_class
+from pipelines.analytics.review import (
+    decision_commands,
+    plan_breakdown,
+    plan_diff,
+    plan_evidence,
+    plan_items,
+    plan_record,
+    policy_checks,
+    previous_plan,
+)
+from pipelines.analytics.trends import (
+    bytes_by_version,
+    growth_by_broker,
+    growth_by_topic,
+    reclaimable_over_time,
+    table_history,
+)
+from pipelines.analytics.warehouse import Warehouse, open_warehouse
+
+__all__ = [
+    "Chart",
+    "Warehouse",
+    "bytes_by_version",
+    "decision_commands",
+    "disk_by_broker",
+    "disk_by_log_dir",
+    "disk_by_topic",
+    "filesystem_ledger",
+    "former_topic_names",
+    "garbage_dirs",
+    "growth_by_broker",
+    "growth_by_topic",
+    "human_bytes",
+    "open_warehouse",
+    "partitions_per_broker",
+    "pct",
+    "plan_breakdown",
+    "plan_diff",
+    "plan_evidence",
+    "plan_items",
+    "plan_record",
+    "plot_disk_by_broker",
+    "plot_growth",
+    "plot_jbod_skew",
+    "plot_ledger",
+    "plot_partitions_per_broker",
+    "plot_reclaimable_by_broker",
+    "plot_reclaimable_by_class",
+    "plot_reclaimable_over_time",
+    "plot_top_topics",
+    "policy_checks",
+    "previous_plan",
+    "reclaimable_by_broker",
+    "reclaimable_by_class",
+    "reclaimable_over_time",
+    "table_history",
+    "top_topics",
+    "unexplained_ledger",
+]
