@@ -27,6 +27,7 @@ COMMANDS: MappingProxyType[str, str] = MappingProxyType(
         "restore": "pipelines.cli.execute_cmd:restore",
         "purge": "pipelines.cli.execute_cmd:purge",
         "prestart": "pipelines.cli.execute_cmd:prestart",
+        "report": "pipelines.cli.report_cmd:report",
     }
 )
 
