@@ -10,12 +10,13 @@ fingerprint computed through one backend is only comparable with one computed th
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import posixpath
 import stat as stat_mod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 
@@ -74,17 +75,41 @@ class LocalLister:
         return os.stat(path).st_mtime_ns
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def seconds_to_ns(value: float) -> int:
+    """Seconds since the epoch (a float, as ``stat().st_mtime``) to integer nanoseconds.
+
+    The whole second is kept exact: ``int(value * 1e9)`` can round ``...5.9999999`` up into the next second,
+    and fingerprints count whole seconds.
+    """
+    if isinstance(value, int):
+        return value * 1_000_000_000
+    whole = math.floor(value)
+    return whole * 1_000_000_000 + min(int((value - whole) * 1_000_000_000), 999_999_999)
+
+
+def datetime_to_ns(value: datetime) -> int:
+    """A datetime (naive = local time, as ``datetime.timestamp`` assumes) to integer nanoseconds, exactly."""
+    aware = value if value.tzinfo is not None else value.astimezone()
+    return (aware - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
 def _mtime_ns(info: dict[str, Any]) -> int:
+    exact = info.get("mtime_ns")
+    if isinstance(exact, int) and not isinstance(exact, bool):
+        return exact
     for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
         value = info.get(key)
         if value is None:
             continue
         if isinstance(value, datetime):
-            return int(value.timestamp() * 1_000_000_000)
+            return datetime_to_ns(value)
         if isinstance(value, (int, float)):
-            return int(value * 1_000_000_000) if value < 1e12 else int(value)
+            return seconds_to_ns(value) if value < 1e12 else int(value)
         try:
-            return int(datetime.fromisoformat(str(value)).timestamp() * 1_000_000_000)
+            return datetime_to_ns(datetime.fromisoformat(str(value)))
         except ValueError:
             continue
     return 0
