@@ -26,6 +26,7 @@ from pipelines.analytics.plots import (
     plot_top_topics,
 )
 from pipelines.analytics.reclaim import former_topic_names, garbage_dirs, reclaimable_by_broker, reclaimable_by_class
+from pipelines.analytics.report import key_figures, render_report
 from pipelines.analytics.review import (
     decision_commands,
     plan_breakdown,
@@ -35,6 +36,8 @@ from pipelines.analytics.review import (
     plan_record,
     policy_checks,
     previous_plan,
+    review_policy,
+    review_summary,
 )
 from pipelines.analytics.trends import (
     bytes_by_version,
@@ -59,6 +62,7 @@ __all__ = [
     "growth_by_broker",
     "growth_by_topic",
     "human_bytes",
+    "key_figures",
     "open_warehouse",
     "partitions_per_broker",
     "pct",
@@ -81,6 +85,9 @@ __all__ = [
     "reclaimable_by_broker",
     "reclaimable_by_class",
     "reclaimable_over_time",
+    "render_report",
+    "review_policy",
+    "review_summary",
     "table_history",
     "top_topics",
     "unexplained_ledger",

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections import Counter
 from datetime import datetime, timezone
+from typing import Any
 
 import pandas as pd
 
@@ -29,6 +31,8 @@ __all__ = [
     "plan_record",
     "policy_checks",
     "previous_plan",
+    "review_policy",
+    "review_summary",
 ]
 
 _ITEM_COLUMNS = ["item_id", "broker_id", "log_dir", "dir_name", "class", "bytes", "topic", "partition", "topic_id",
@@ -179,6 +183,32 @@ def _budget_only(plan: GcPlan, policy: PolicyConfig) -> None:
     except PolicyViolation as exc:
         if _rule_of(exc) != "protected_topic":
             raise
+
+
+def review_policy(config_path: str | None) -> tuple[PolicyConfig, int | None]:
+    """The policy and detector grace to review against: from ``--config``'s file, else the defaults (no grace)."""
+    if not config_path:
+        return PolicyConfig(), None
+    from pipelines.config.load import load_config
+
+    app = load_config(config_path)
+    return app.policy, app.detect.grace_ms
+
+
+def review_summary(record: PlanRecord, diff: pd.DataFrame, checks: pd.DataFrame) -> dict[str, Any]:
+    """The figures an approver reads last, JSON-ready: size, changes since the previous plan, failed rules."""
+    plan = record.plan()
+    changes = diff["change"].value_counts() if len(diff) else pd.Series(dtype=int)
+    return {
+        "plan_id": record.plan_id, "cluster": record.cluster, "status": record.status,
+        "content_hash": record.content_hash, "items": len(plan.items), "bytes": plan.total_bytes,
+        "brokers": sorted({i.broker_id for i in plan.items}),
+        "classes": dict(sorted(Counter(i.class_ for i in plan.items).items())),
+        "added": int(changes.get("added", 0)), "removed": int(changes.get("removed", 0)),
+        "changed": int(changes.get("changed", 0)), "unchanged": int(changes.get("same", 0)),
+        "failed_rules": sorted(checks.loc[checks["status"] == "fail", "rule"]),
+        "approvals": list(record.approvals),
+    }
 
 
 def decision_commands(record: PlanRecord, warehouse: str, *, approver: str = "YOUR_NAME",
