@@ -1,0 +1,82 @@
+"""Markdown a reviewer reads: what a plan removes, why, how many bytes per broker, and what it is bound to."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from pipelines.plan.model import GcPlan
+
+__all__ = ["human_bytes", "render_disagreements", "render_plan"]
+
+
+def human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _cell(text: object) -> str:
+    return "" if text is None else str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_plan(plan: GcPlan) -> str:
+    """The plan's Markdown summary (the JSON file is the authoritative content)."""
+    lines = [
+        f"# GC plan `{plan.plan_id}`",
+        "",
+        f"- cluster: `{plan.cluster}`" + (f" (cluster.id `{plan.cluster_id}`)" if plan.cluster_id else ""),
+        f"- bound to crawl run `{plan.run_id}` and controller metadata offset `{plan.metadata_offset}`"
+        f" (image complete: {'yes' if plan.metadata_complete else 'NO'})",
+        f"- created {plan.created_at.isoformat()} by `{plan.created_by}`"
+        + (f"; expires {plan.expires_at.isoformat()}" if plan.expires_at else ""),
+        f"- content hash: `{plan.content_hash}` (approvals bind to it; any change voids them)",
+        f"- {len(plan.items)} directories, {human_bytes(plan.total_bytes)} reclaimable",
+        "",
+    ]
+    if not plan.items:
+        lines += ["Nothing to reclaim: no finding of this run was plannable.", ""]
+        return "\n".join(lines)
+    per_broker: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for item in plan.items:
+        per_broker[item.broker_id][0] += 1
+        per_broker[item.broker_id][1] += item.bytes
+    lines += ["## Per broker", "", "| broker | dirs | bytes |", "|---:|---:|---:|"]
+    lines += [f"| {b} | {n} | {human_bytes(size)} |" for b, (n, size) in sorted(per_broker.items())]
+    classes = Counter(item.class_ for item in plan.items)
+    lines += ["", "## Why", "", "| class | dirs |", "|---|---:|"]
+    lines += [f"| {cls} | {n} |" for cls, n in sorted(classes.items())]
+    groups: dict[tuple[int, str], list[Any]] = defaultdict(list)
+    for item in plan.items:
+        groups[(item.broker_id, item.log_dir)].append(item)
+    lines += ["", "## Items"]
+    for (broker, log_dir), items in sorted(groups.items()):
+        lines += ["", f"### broker {broker} · `{log_dir}`", "",
+                  "| item | directory | class | topic id | bytes | reason |", "|---|---|---|---|---:|---|"]
+        lines += [f"| `{i.item_id}` | `{_cell(i.dir_name)}` | {i.class_} | `{_cell(i.topic_id)}` | "
+                  f"{human_bytes(i.bytes)} | {_cell(i.reason)} |" for i in items]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def render_disagreements(report: Mapping[str, Any]) -> str:
+    """Markdown of a refused emission: every candidate the re-check did not confirm."""
+    rows = report.get("disagreements", [])
+    lines = [
+        "# GC plan NOT emitted: re-check disagreement",
+        "",
+        f"Cluster `{report.get('cluster')}`, run `{report.get('run_id')}`, metadata offset"
+        f" `{report.get('metadata_offset')}`: {len(rows)} of {report.get('candidates')} candidates refused.",
+        "The detector and the independent re-check must agree on every item; investigate before re-running.",
+        "",
+        "| broker | log dir | directory | detector | re-check | problem |",
+        "|---:|---|---|---|---|---|",
+    ]
+    lines += [f"| {d['broker_id']} | `{_cell(d['log_dir'])}` | `{_cell(d['dir_name'])}` | {d['detector_class']} | "
+              f"{_cell(d['recheck_class'])} | {_cell(d['problem'])} |" for d in rows]
+    lines.append("")
+    return "\n".join(lines)
