@@ -10,6 +10,7 @@ fingerprint computed through one backend is only comparable with one computed th
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import posixpath
@@ -43,6 +44,27 @@ class Lister(Protocol):
     def dir_mtime_ns(self, path: str) -> int | None: ...
 
 
+def read_regular_file(path: str) -> bytes:
+    """The whole content of a regular file. Anything else raises ``OSError`` without blocking.
+
+    Opened with ``O_NONBLOCK`` and checked with ``fstat`` before reading: a FIFO named ``partition.metadata``
+    would otherwise block ``open`` until a writer appears (forever, on a broker host).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            if stat_mod.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            raise OSError(errno.EINVAL, "not a regular file (FIFO, socket or device)", path)
+        chunks = [os.read(fd, st.st_size + 1)]  # one read for a file that did not grow since the fstat
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class LocalLister:
     """The fast path: one ``os.scandir`` per directory."""
 
@@ -68,8 +90,7 @@ class LocalLister:
         return out
 
     def read_bytes(self, path: str) -> bytes:
-        with open(path, "rb") as f:
-            return f.read()
+        return read_regular_file(path)
 
     def dir_mtime_ns(self, path: str) -> int | None:
         return os.stat(path).st_mtime_ns

@@ -1,8 +1,9 @@
 """Local log dirs: one ``os.scandir`` per directory, sizes and times from the ``DirEntry`` stat.
 
 The walk goes to depth 2 (root entries, then the entries of each root directory), follows symbolic links as Kafka
-does, and reads file contents only when the scan asks for them. ``statvfs`` of the root gives the filesystem
-totals. Nothing here raises for one bad entry: it becomes a ``ListingError``.
+does, and reads file contents only when the scan asks for them (regular files only: a FIFO never blocks a read).
+``statvfs`` of the root gives the filesystem totals. Nothing here raises for one bad entry: it becomes a
+``ListingError``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from pipelines.crawl.listing import BROKEN_LINK, FsTotals, ListedEntry, Listing, ListingError
+from pipelines.kafka.listing import read_regular_file
 
 SCHEMES: tuple[str, ...] = ("", "file", "local")
 
@@ -23,11 +25,6 @@ def local_path(url: str) -> str:
             url = url[len(prefix) :]
             break
     return os.path.abspath(url)
-
-
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
 
 
 def _entry(listing: Listing, rel: str, dirent: os.DirEntry[str]) -> ListedEntry:
@@ -91,7 +88,7 @@ def list_log_dir(
         OSError: the log dir itself cannot be listed (the caller turns it into one crawl error).
     """
     root = local_path(url)
-    listing = Listing(root=root, reader=_read_file)
+    listing = Listing(root=root, reader=read_regular_file)
     with os.scandir(root) as it:
         top = [_entry(listing, d.name, d) for d in it]
     wanted = None if only is None else frozenset(only)
