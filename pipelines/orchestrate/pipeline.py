@@ -61,7 +61,7 @@ def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: P
     timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
     _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id))
     timed("detect", lambda: detect_step(spark, store, config, run_id, now=now))
-    _, plan = timed("plan", lambda: plan_step(store, config, run_id, created_by=created_by, view=view, now=now))
+    _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view, now=now))
     report.plan_id = plan.plan_id if plan is not None else None
     return report
 

@@ -8,6 +8,7 @@ crawl → ingest metadata → detect → plan. Every step writes the rows of ONE
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -120,24 +121,42 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
     return StepReport("detect", {"by_class": dict(sorted(by_class.items()))})
 
 
-def plan_step(store: TableStore, config: AppConfig, run_id: str, *, created_by: str,
+def plan_inputs(spark: SparkSession, store: TableStore, run_id: str) -> tuple[Iterator[Any], str | None]:
+    """The findings ``emit_plan`` needs, streamed to the driver: the plannable rows, plus the live rows of the same
+    (broker, topic, partition) that the JBOD rules compare them with; and the one cluster.id the crawl saw."""
+    from pyspark.sql import functions as F
+
+    findings = store.read("findings").where(F.col("run_id") == run_id)
+    candidates = findings.where(F.col("plannable"))
+    keys = candidates.select("broker_id", "topic", "partition").distinct()
+    live = findings.where(F.col("kind") == "live").join(keys, ["broker_id", "topic", "partition"], "left_semi")
+    rows = candidates.unionByName(live).dropDuplicates(["broker_id", "log_dir", "dir_name"])
+    ids = [r[0] for r in store.read("log_dirs").where(F.col("run_id") == run_id)
+           .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().collect()]
+    return rows.toLocalIterator(), ids[0] if len(ids) == 1 else None
+
+
+def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *, created_by: str,
               view: ControllerView | None = None, now: datetime | None = None) -> tuple[StepReport, GcPlan | None]:
-    """Plannable findings → a GC plan, each item re-checked in plain Python against a freshly loaded image."""
-    from pipelines.plan.approval import register_plan, supersede_older
+    """Plannable findings → a GC plan, each item re-checked in plain Python against the controller image.
+
+    A run with nothing plannable writes no plan.
+    """
+    from pipelines.plan.approval import register_plan
     from pipelines.plan.emit import emit_plan
 
     view = view or load_controller_view(config.metadata)
-    findings = [r for r in store.read_rows("findings", where={"run_id": run_id}) if r["plannable"]]
-    plan = emit_plan(findings, view.image, cluster=config.cluster, run_id=run_id, created_by=created_by,
-                     config=config, out_dir=plans_dir(config), now=now)
-    if plan is None:
-        return StepReport("plan", {"plan_id": None, "items": 0, "bytes": 0}, ["nothing to plan"]), None
+    rows, cluster_id = plan_inputs(spark, store, run_id)
+    plan = emit_plan(rows, view.image, cluster=config.cluster, run_id=run_id, created_by=created_by,
+                     policy=config.policy, out_dir=str(plans_dir(config)), config=config.detect, now=now,
+                     cluster_id=cluster_id)
+    if not plan.items:
+        return StepReport("plan", {"plan_id": None, "items": 0, "bytes": 0}, ["nothing plannable in this run"]), None
     register_plan(store, plan, actor=created_by, policy=config.policy)
-    superseded = supersede_older(store, plan, actor=created_by)
     by_class = Counter(i.class_ for i in plan.items)
     report = StepReport("plan", {
         "plan_id": plan.plan_id, "items": len(plan.items), "bytes": plan.total_bytes,
         "content_hash": plan.content_hash, "by_class": dict(sorted(by_class.items())),
-        "file": str(plans_dir(config) / f"{plan.plan_id}.json"), "superseded": superseded,
+        "file": str(plans_dir(config) / f"{plan.plan_id}.json"),
     })
     return report, plan
