@@ -118,7 +118,11 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
     )
     by_class = {r["class"]: {"dirs": r["dirs"], "bytes": r["bytes"] or 0, "plannable": r["plannable"] or 0}
                 for r in summary}
-    return StepReport("detect", {"by_class": dict(sorted(by_class.items()))})
+    return StepReport("detect", {
+        "dirs": sum(c["dirs"] for c in by_class.values()),
+        "plannable": sum(c["plannable"] for c in by_class.values()),
+        "by_class": dict(sorted(by_class.items())),
+    })
 
 
 def plan_inputs(spark: SparkSession, store: TableStore, run_id: str) -> tuple[Iterator[Any], str | None]:
