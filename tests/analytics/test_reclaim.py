@@ -44,7 +44,7 @@ def test_reclaimable_by_class_and_broker(demo, wh) -> None:
 
 
 def test_removed_dir_is_garbage_in_run_1_only(demo, wh) -> None:
-    _, log_dir, name = demo.removed_dir
+    name = demo.removed_dir[2]
     assert name in set(garbage_dirs(wh, "run-1")["dir_name"])
     assert name not in set(garbage_dirs(wh, "run-2")["dir_name"])
 
