@@ -159,7 +159,7 @@ _INT32S = "[]int32"
 
 _METADATA = (
     _record(
-        "RegisterBrokerRecord", "0-3",
+        "RegisterBrokerRecord", "0-4",
         F("BrokerId", "int32"),
         F("IsMigratingZkBroker", "bool", "2+"),
         F("IncarnationId", "uuid"),
@@ -170,6 +170,7 @@ _METADATA = (
         F("Fenced", "bool", default=True),
         F("InControlledShutdown", "bool", "1+"),
         F("LogDirs", "[]uuid", "3+", tag=0),
+        F("CordonedLogDirs", "[]uuid", "4+", nullable="4+", tag=1, default=NULL),  # Kafka 4.3 (checked on its jar)
         api_key=0,
     ),
     _record("UnregisterBrokerRecord", "0", F("BrokerId", "int32"), F("BrokerEpoch", "int64"), api_key=1),
@@ -253,12 +254,13 @@ _METADATA = (
         api_key=15,
     ),
     _record(
-        "BrokerRegistrationChangeRecord", "0-2",
+        "BrokerRegistrationChangeRecord", "0-3",
         F("BrokerId", "int32"),
         F("BrokerEpoch", "int64"),
         F("Fenced", "int8", tag=0),
         F("InControlledShutdown", "int8", "1+", tag=1),
         F("LogDirs", "[]uuid", "2+", tag=2),
+        F("CordonedLogDirs", "[]uuid", "3+", nullable="3+", tag=3, default=NULL),  # Kafka 4.3 (checked on its jar)
         api_key=17,
     ),
     _record(
