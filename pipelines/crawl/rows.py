@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipelines.crawl.listing import Listing
-from pipelines.crawl.prelisted_fs import PrelistedFileSystem
+from pipelines.crawl.listing_lister import ListingLister
 from pipelines.kafka.logdir import LogDirInventory, PartitionDirInventory, scan_log_dir
 from pipelines.kafka.problems import Problem
 from pipelines.kafka.root_files import KNOWN_ROOT_FILES
@@ -96,9 +96,9 @@ def scan_listing(
     listing: Listing, *, visible_dirs: frozenset[str] | None = None
 ) -> tuple[LogDirInventory, dict[str, OSError]]:
     """Run ``scan_log_dir`` over the listing; returns the inventory and the reads that failed, by ``rel``."""
-    fs = PrelistedFileSystem(listing, visible_dirs=visible_dirs)
-    inventory = scan_log_dir(listing.root, fs=fs)
-    return inventory, fs.failed_reads
+    lister = ListingLister(listing, visible_dirs=visible_dirs)
+    inventory = scan_log_dir(listing.root, lister=lister)
+    return inventory, lister.failed_reads
 
 
 def partition_dir_row(ctx: RowContext, root: str, d: PartitionDirInventory) -> Row:

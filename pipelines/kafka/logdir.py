@@ -368,13 +368,20 @@ def _duplicates(dirs: list[PartitionDirInventory]) -> list[Problem]:
     ]
 
 
-def scan_log_dir(url_or_path: str, storage_options: dict[str, Any] | None = None, *, fs: Any = None) -> LogDirInventory:
+def scan_log_dir(
+    url_or_path: str, storage_options: dict[str, Any] | None = None, *, fs: Any = None, lister: Lister | None = None
+) -> LogDirInventory:
     """Inventory one log dir (a local path, ``file://`` URL, or any fsspec URL / filesystem).
+
+    ``lister`` given: ``url_or_path`` is the root as that lister names it (the crawl's pre-listed data).
 
     Raises:
         OSError: the root cannot be listed. Nothing below the root raises.
     """
-    lister, root = lister_for(url_or_path, storage_options, fs)
+    if lister is None:
+        lister, root = lister_for(url_or_path, storage_options, fs)
+    else:
+        root = url_or_path
     top = lister.list_dir(root)
     problems: list[Problem] = []
     try:
