@@ -9,6 +9,7 @@ kills whatever is left, process group by process group. Nothing here asserts: te
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 import socket
@@ -76,7 +77,7 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interva
             value = check()
             if value:
                 return value
-        except Exception as exc:  # noqa: BLE001 - polling a starting cluster: any client error means "not yet"
+        except Exception as exc:
             last_exc = exc
         time.sleep(interval)
     raise ClusterError(f"timed out after {timeout}s waiting for {what}" + (f" (last error: {last_exc!r})"
@@ -288,10 +289,8 @@ class KafkaCluster:
     def _kill(self, node: Node) -> None:
         if node.proc is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(node.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         node.proc.wait(10)
 
     def close(self) -> None:
@@ -305,10 +304,8 @@ class KafkaCluster:
         for n in nodes:
             if n.proc is None:
                 continue
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 n.proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
             self._kill(n)
 
     def log_tails(self, lines: int = 30) -> str:

@@ -123,6 +123,16 @@ def resolve(version: str, *, cache: Path = CACHE, quiet: bool = True) -> KafkaJa
     return KafkaJars(version, lib)
 
 
+def resolve_or_skip(version: str) -> KafkaJars:
+    """For tests: the resolved jars, or ``pytest.skip`` with the reason (no java, no mvn, nothing resolved)."""
+    import pytest
+
+    try:
+        return resolve(version)
+    except JarsUnavailable as exc:
+        pytest.skip(f"Kafka {version} jars unavailable: {exc}")
+
+
 if __name__ == "__main__":
     import sys
 
