@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from operator import itemgetter
 
 from pipelines.errors import DecodeError
 
@@ -17,16 +17,30 @@ _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 _MASK64 = (1 << 64) - 1
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Uuid:
-    """An immutable Kafka Uuid held as its two signed-agnostic 64-bit halves (unsigned here)."""
+class Uuid(tuple):
+    """An immutable Kafka Uuid held as its two signed-agnostic 64-bit halves (unsigned here).
 
-    msb: int
-    lsb: int
+    A ``(msb, lsb)`` tuple underneath (like a NamedTuple): hashing, equality and ordering run in C, which
+    matters because topic and directory ids are the dict keys of metadata replay. Hash and ordering are
+    those of the ``(msb, lsb)`` pair.
+    """
 
-    def __post_init__(self) -> None:
-        if not (0 <= self.msb <= _MASK64 and 0 <= self.lsb <= _MASK64):
+    __slots__ = ()
+    __match_args__ = ("msb", "lsb")
+
+    def __new__(cls, msb: int, lsb: int) -> Uuid:
+        if not (0 <= msb <= _MASK64 and 0 <= lsb <= _MASK64):
             raise ValueError("Uuid halves must be unsigned 64-bit integers")
+        return tuple.__new__(cls, (msb, lsb))
+
+    msb: int = property(itemgetter(0), doc="Most significant 64 bits, unsigned.")  # type: ignore[assignment]
+    lsb: int = property(itemgetter(1), doc="Least significant 64 bits, unsigned.")  # type: ignore[assignment]
+
+    def __getnewargs__(self) -> tuple[int, int]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return f"Uuid(msb={self[0]!r}, lsb={self[1]!r})"
 
     # -- constructors -------------------------------------------------------------------------
     @classmethod
