@@ -85,7 +85,12 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interva
 
 
 def random_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A base64url Uuid not starting with ``-`` (as Kafka's own ``Uuid.randomUuid`` since 3.2; argparse would
+    otherwise take it for an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 @dataclass
@@ -206,7 +211,7 @@ class KafkaCluster:
         self._write_config(node)
         for d in node.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
-        self.java(self.jars.storage_tool, "format", "-t", self.cluster_id, "-c", str(node.config),
+        self.java(self.jars.storage_tool, "format", f"--cluster-id={self.cluster_id}", "-c", str(node.config),
                   "--ignore-formatted")
 
     def _spawn(self, node: Node) -> None:
