@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# System packages the test suite uses, from Debian's packages: an OpenSSH server for the SFTP crawl tests.
+# System packages the test suite uses, from Debian's packages: an OpenSSH server for the SFTP crawl tests and
+# Chromium to render the HTML report headless.
 # Java 17 is expected on the machine (Spark, Delta, the .lock interlock test).
 set -euo pipefail
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
