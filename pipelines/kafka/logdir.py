@@ -55,7 +55,7 @@ from pipelines.kafka.root_files import (
     read_clean_shutdown,
     read_quorum_state,
 )
-from pipelines.kafka.segment_files import FileName, classify_file
+from pipelines.kafka.segment_files import INDEX_SUFFIXES, FileName, classify_file
 from pipelines.kafka.uuid import METADATA_TOPIC_ID
 
 CROSS_CHECKED = (RECOVERY_POINT, LOG_START_OFFSET, REPLICATION_OFFSET)
@@ -151,11 +151,10 @@ def fingerprint_entries(entries: Iterable[tuple[str, int, int]]) -> str:
     what a subdirectory contributes. Times count in whole seconds: SFTP reports seconds, a local stat
     nanoseconds, and a plan crawled over SFTP must verify against the broker's local disk.
     """
-    h = hashlib.sha256()
-    for name, size, mtime_ns in sorted(entries):
-        h.update(name.encode("utf-8", "surrogateescape"))
-        h.update(f"\0{int(size)}\0{int(mtime_ns) // 1_000_000_000}\n".encode("ascii"))
-    return h.hexdigest()
+    text = "".join(
+        [f"{name}\0{int(size)}\0{int(mtime_ns) // 1_000_000_000}\n" for name, size, mtime_ns in sorted(entries)]
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def fingerprint_triples(entries: Iterable[FileEntry]) -> list[tuple[str, int, int]]:
@@ -202,39 +201,53 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
             parsed.topic_may_be_truncated, None, "unreadable", 0, 0, 0, 0, 0, None, None, None, None,
             _ms(entry.mtime_ns), "", problems=tuple(problems),
         )  # fmt: skip
-    files = [e for e in entries if not e.is_dir]
-    for sub in (e for e in entries if e.is_dir):
-        problems.append(Problem("warning", "subdirectory", f"unexpected subdirectory {sub.name!r}", path))
-    log_bytes = index_bytes = 0
+    n_files = log_bytes = index_bytes = total_bytes = 0
     log_offsets: list[int] = []
     index_offsets: set[int] = set()
     unknown: list[str] = []
     transient: list[str] = []
-    names = {e.name for e in files}
-    for e in files:
+    tmp_problems: list[Problem] = []
+    present: set[str] = set()  # names of the files with fixed names (partition.metadata, ...)
+    oldest = newest = 0
+    for e in entries:  # one pass: this loop runs once per file of every partition dir of a crawl
+        if e.is_dir:
+            problems.append(Problem("warning", "subdirectory", f"unexpected subdirectory {e.name!r}", path))
+            continue
+        n_files += 1
+        total_bytes += e.size
+        mtime = e.mtime_ns
+        if mtime > 0:
+            if not oldest or mtime < oldest:
+                oldest = mtime
+            if mtime > newest:
+                newest = mtime
         fn = classify_file(e.name)
-        if fn.kind == "segment":
+        kind = fn.kind
+        if kind == "segment":
             if fn.state:
                 transient.append(e.name)
             elif fn.suffix == ".log":
                 log_bytes += e.size
                 log_offsets.append(fn.base_offset or 0)
-            elif fn.is_index:
+            elif fn.suffix in INDEX_SUFFIXES:
                 index_bytes += e.size
                 index_offsets.add(fn.base_offset or 0)
-        elif fn.kind == "tmp":
-            problems.append(Problem("warning", "tmp_leftover", f"interrupted atomic write: {e.name}", path))
-        elif fn.kind == "raft_snapshot_partial" or fn.kind == "raft_snapshot_deleted":
-            transient.append(e.name)
-        elif fn.kind == "unknown":
+        elif kind == "unknown":
             unknown.append(e.name)
+        elif kind == "tmp":
+            tmp_problems.append(Problem("warning", "tmp_leftover", f"interrupted atomic write: {e.name}", path))
+        elif kind == "raft_snapshot_partial" or kind == "raft_snapshot_deleted":
+            transient.append(e.name)
+        else:
+            present.add(e.name)
+    problems.extend(tmp_problems)
     if transient:
         problems.append(
             Problem("info", "transient_files", f"{len(transient)} .deleted/.cleaned/.swap/.part file(s)", path)
         )
     if unknown:
         problems.append(Problem("info", "unknown_files", f"unknown file(s): {', '.join(sorted(unknown)[:10])}", path))
-    orphans = index_offsets - set(log_offsets)
+    orphans = index_offsets.difference(log_offsets)
     if orphans:
         problems.append(
             Problem("info", "index_without_log", f"{len(orphans)} index file set(s) without their .log", path)
@@ -244,7 +257,7 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
 
     topic_id: str | None = None
     pm_status = "missing"
-    if PARTITION_METADATA in names:
+    if PARTITION_METADATA in present:
         pm_path = lister.join(path, PARTITION_METADATA)
         data = _read(lister, pm_path, problems, "partition_metadata")
         if data is None:
@@ -267,7 +280,7 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
         problems.append(Problem("warning", "partition_metadata_missing", "no partition.metadata", path))
 
     epochs: tuple[EpochEntry, ...] = ()
-    if LEADER_EPOCH in names:
+    if LEADER_EPOCH in present:
         le_path = lister.join(path, LEADER_EPOCH)
         data = _read(lister, le_path, problems, "leader_epoch_checkpoint")
         if data is not None:
@@ -277,7 +290,7 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
                 problems.append(Problem("error", "leader_epoch_checkpoint_malformed", str(exc), le_path))
 
     quorum: QuorumState | None = None
-    if QUORUM_STATE in names:
+    if QUORUM_STATE in present:
         qs_path = lister.join(path, QUORUM_STATE)
         data = _read(lister, qs_path, problems, "quorum_state")
         if data is not None:
@@ -286,7 +299,6 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
             except MalformedQuorumState as exc:
                 problems.append(Problem("error", "quorum_state_malformed", str(exc), qs_path))
 
-    mtimes = [e.mtime_ns for e in files if e.mtime_ns > 0]
     return PartitionDirInventory(
         name=entry.name,
         path=path,
@@ -297,15 +309,15 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
         topic_may_be_truncated=parsed.topic_may_be_truncated,
         topic_id=topic_id,
         partition_metadata_status=pm_status,
-        files=len(files),
-        bytes=sum(e.size for e in files),
+        files=n_files,
+        bytes=total_bytes,
         log_bytes=log_bytes,
         index_bytes=index_bytes,
         segment_count=len(log_offsets),
         min_base_offset=min(log_offsets) if log_offsets else None,
         max_base_offset=max(log_offsets) if log_offsets else None,
-        oldest_mtime_ms=_ms(min(mtimes)) if mtimes else None,
-        newest_mtime_ms=_ms(max(mtimes)) if mtimes else None,
+        oldest_mtime_ms=_ms(oldest) if oldest else None,
+        newest_mtime_ms=_ms(newest) if newest else None,
         dir_mtime_ms=_ms(entry.mtime_ns),
         fingerprint=fingerprint_entries(fingerprint_triples(entries)),
         entries=entries,

@@ -10,7 +10,7 @@ Severities, most serious first:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["fatal", "error", "warning", "info"]
@@ -28,7 +28,7 @@ class Problem:
 
     def at(self, path: str) -> Problem:
         """The same problem, located at ``path`` (readers of single files do not know where the bytes came from)."""
-        return replace(self, path=path)
+        return Problem(self.severity, self.code, self.message, path)
 
     def __str__(self) -> str:
         where = f" [{self.path}]" if self.path else ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 FileKind = Literal[
@@ -31,7 +32,10 @@ SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 STATES = (".deleted", ".cleaned", ".swap")
 
-_SEGMENT = re.compile(r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)(\.deleted|\.cleaned|\.swap)?")
+_SEGMENT_TAILS: dict[str, tuple[str, str]] = {
+    suffix + state: (suffix, state[1:]) for suffix in SEGMENT_SUFFIXES for state in ("", *STATES)
+}
+"""Everything a segment file name may have after its 20 digits, to (suffix, state)."""
 _RAFT_SNAPSHOT = re.compile(r"([0-9]{20})-([0-9]{10})\.checkpoint(\.deleted)?")
 _RAFT_PARTIAL = re.compile(r"([0-9]{20})-([0-9]{10})(?:-.*)?\.checkpoint\.part", re.DOTALL)
 _FIXED: dict[str, FileKind] = {
@@ -63,12 +67,14 @@ class FileName:
         return self.kind == "segment" and self.suffix in INDEX_SUFFIXES
 
 
+@lru_cache(maxsize=1 << 14)
 def classify_file(name: str) -> FileName:
-    """Classify one file name; never raises."""
-    m = _SEGMENT.fullmatch(name)
-    if m:
-        state = (m.group(3) or "")[1:]
-        return FileName(name, "segment", int(m.group(1)), m.group(2), state)
+    """Classify one file name; never raises. Cached: partition dirs repeat names (``00000000000000000000.log``)."""
+    tail = _SEGMENT_TAILS.get(name[20:])
+    if tail is not None:
+        digits = name[:20]
+        if digits.isascii() and digits.isdigit():
+            return FileName(name, "segment", int(digits), tail[0], tail[1])
     m = _RAFT_SNAPSHOT.fullmatch(name)
     if m:
         kind: FileKind = "raft_snapshot_deleted" if m.group(3) else "raft_snapshot"
