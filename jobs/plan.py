@@ -1,0 +1,28 @@
+"""spark-submit entry point: plannable findings of one run → a re-checked GC plan (JSON + Markdown), registered.
+
+    spark-submit jobs/plan.py --config conf/example.yaml --run-id 20240601T000000Z [--created-by NAME]
+
+Every candidate is re-classified in plain Python against the controller image; any disagreement aborts with a
+report under the plans dir and exit code 1 (``PlanError``).
+"""
+
+from __future__ import annotations
+
+import getpass
+
+from pipelines.orchestrate.job_args import job_context, run_job
+from pipelines.orchestrate.steps import plan_step
+
+
+def main(argv: list[str] | None = None) -> None:
+    ctx = job_context(argv, "Emit the GC plan of one run.", lambda p: p.add_argument(
+        "--created-by", default=None, help="author recorded in the plan (default: the OS user)"))
+    report, _ = plan_step(ctx.spark, ctx.store, ctx.config, ctx.run_id,
+                          created_by=ctx.args.created_by or getpass.getuser())
+    print(f"plan {ctx.run_id}: {report.counts}")
+    for note in report.notes:
+        print(f"note: {note}")
+
+
+if __name__ == "__main__":
+    run_job(main)
