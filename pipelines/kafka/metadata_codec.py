@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.fast_init import fast_constructor as _fast_constructor
 from pipelines.kafka.metadata_compiler import compile_decoder
 from pipelines.kafka.metadata_encoder import encode_struct, struct_to_json
 from pipelines.kafka.metadata_schema import (
@@ -91,44 +92,6 @@ class ControlRecord:
     version: int
     fields: Mapping[str, Any]
     unknown_tags: tuple = ()
-
-
-def _fast_constructor(cls):
-    """Build instances of a frozen slotted dataclass without its ``__init__`` (hot path only).
-
-    The generated frozen ``__init__`` goes through ``object.__setattr__`` per field; setting the slot
-    descriptors directly is about twice as fast and gives an identical object.
-    """
-    new = object.__new__
-    setters = tuple(getattr(cls, f).__set__ for f in cls.__dataclass_fields__)
-    if len(setters) == 5:
-        s0, s1, s2, s3, s4 = setters
-
-        def make5(a, b, c, d, e):
-            obj = new(cls)
-            s0(obj, a)
-            s1(obj, b)
-            s2(obj, c)
-            s3(obj, d)
-            s4(obj, e)
-            return obj
-
-        return make5
-    if len(setters) == 6:
-        s0, s1, s2, s3, s4, s5 = setters
-
-        def make6(a, b, c, d, e, f):
-            obj = new(cls)
-            s0(obj, a)
-            s1(obj, b)
-            s2(obj, c)
-            s3(obj, d)
-            s4(obj, e)
-            s5(obj, f)
-            return obj
-
-        return make6
-    raise TypeError(f"no fast constructor for {cls.__name__}")  # pragma: no cover
 
 
 _new_metadata_record = _fast_constructor(MetadataRecord)

@@ -205,7 +205,7 @@ def _partition(d: MetadataDelta, f: Mapping[str, Any]) -> None:
 
 
 def _partition_change(d: MetadataDelta, f: Mapping[str, Any]) -> None:
-    d.topics.replay_partition_change(f, d.emit)
+    (d._topics or d.topics).replay_partition_change(f, d.emit)
 
 
 def _remove_topic(d: MetadataDelta, f: Mapping[str, Any]) -> None:

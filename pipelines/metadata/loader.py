@@ -28,6 +28,7 @@ Publisher = Callable[[MetadataDelta, MetadataImage], None]
 _BEGIN = "BeginTransactionRecord"
 _END = "EndTransactionRecord"
 _ABORT = "AbortTransactionRecord"
+_MARKERS = frozenset({_BEGIN, _END, _ABORT})
 SNAPSHOT_HEADER = "SNAPSHOT_HEADER"
 SNAPSHOT_FOOTER = "SNAPSHOT_FOOTER"
 
@@ -105,8 +106,25 @@ class MetadataLoader:
 
     # -- log -------------------------------------------------------------------------------------------
     def replay(self, entries: Iterable[Any]) -> None:
+        """``feed`` every entry; the loop inlines ``feed`` for records outside transactions (the hot path)."""
+        feed = self.feed
+        markers = _MARKERS
         for entry in entries:
-            self.feed(entry)
+            if entry.is_control or self.open_transaction is not None:
+                feed(entry)
+                continue
+            record = entry.record
+            if record.name in markers:
+                feed(entry)
+                continue
+            self.records_seen += 1
+            offset = entry.offset
+            ts = entry.batch_timestamp_ms
+            self._last = (offset, entry.epoch, ts)
+            delta = self._delta
+            delta.replay(record, offset, ts)
+            if delta.records >= self.max_delta_records and self.open_transaction is None:
+                self._flush(self._last)
 
     def feed(self, entry: Any) -> None:
         """Replay one log entry (control records only move the offset)."""

@@ -17,11 +17,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipelines.errors import ReplayError
+from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.uuid import MIGRATING, Uuid
 from pipelines.metadata.image import PartitionImage
 
 NO_LEADER_CHANGE = -2
 NO_LEADER = -1
+
+_new_partition = fast_constructor(PartitionImage)
 
 
 def _ints(value: Any) -> tuple[int, ...]:
@@ -69,11 +72,12 @@ def merge_partition_change(old: PartitionImage, fields: Mapping[str, Any]) -> Pa
     """
     get = fields.get
     replicas_field = get("replicas")
-    replicas = old.replicas if replicas_field is None else tuple(replicas_field)
     dirs_field = get("directories")
     if dirs_field is None and replicas_field is None:
+        replicas = old.replicas
         dirs = old.directories  # hot path (ISR/leader changes): already normalised for these replicas
     else:
+        replicas = old.replicas if replicas_field is None else tuple(replicas_field)
         if dirs_field is not None:
             dirs = tuple(dirs_field)
             if replicas_field is not None and dirs and len(dirs) != len(replicas):
@@ -94,7 +98,7 @@ def merge_partition_change(old: PartitionImage, fields: Mapping[str, Any]) -> Pa
     else:
         leader_epoch = old.leader_epoch + 1
     recovery = get("leader_recovery_state", -1)
-    return PartitionImage(
+    return _new_partition(
         old.partition,
         replicas,
         old.isr if isr is None else tuple(isr),
@@ -114,7 +118,7 @@ def clear_elr(old: PartitionImage) -> PartitionImage:
     """ClearElrRecord: drop ELR and LastKnownElr (the partition epoch goes up like any registration change)."""
     if not old.elr and not old.last_known_elr:
         return old
-    return PartitionImage(
+    return _new_partition(
         old.partition, old.replicas, old.isr, old.removing_replicas, old.adding_replicas, old.leader,
         old.leader_epoch, old.partition_epoch + 1, old.directories, old.leader_recovery_state, (), (),
     )

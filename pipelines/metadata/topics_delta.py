@@ -119,13 +119,24 @@ class TopicsDelta:
             _emit_partition_diff(emit, change, old, new)
 
     def replay_partition_change(self, fields: Mapping[str, Any], emit: Emit) -> None:
-        change = self._topic(fields["topic_id"])
+        topic_id = fields["topic_id"]
+        change = self.changed.get(topic_id)
+        if change is None:
+            change = self._topic(topic_id)
         partition = fields["partition_id"]
-        old = change.get(partition)
+        changed = change.changed
+        old = changed.get(partition)
         if old is None:
-            raise ReplayError(f"unknown partition {change.name}-{partition} (topic id {change.topic_id})")
+            old = change.base.get(partition)
+            if old is None:
+                raise ReplayError(f"unknown partition {change.name}-{partition} (topic id {change.topic_id})")
         new = merge_partition_change(old, fields)
-        change.changed[partition] = new
+        changed[partition] = new
+        get = fields.get
+        if get("replicas") is None and get("directories") is None and get("adding_replicas") is None and (
+            get("removing_replicas") is None
+        ):
+            return  # ISR/leader/ELR-only change (the common case): nothing an event reports can differ
         _emit_partition_diff(emit, change, old, new)
 
     def replay_remove_topic(self, fields: Mapping[str, Any], emit: Emit) -> str:
