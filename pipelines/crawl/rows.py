@@ -163,10 +163,11 @@ def _decode_errors(ctx: RowContext, listing: Listing, problems: Iterable[Problem
     """Files that were read but are not what they claim to be (malformed partition.metadata, checkpoints)."""
     rows = []
     for p in problems:
+        if p.severity not in ("error", "fatal") or p.code.endswith("_unreadable"):
+            continue
         rel = _relative(listing.root, p.path)
         entry = listing.entries.get(rel)
-        is_file = entry is not None and entry.kind == "file"
-        if is_file and p.severity in ("error", "fatal") and not p.code.endswith("_unreadable"):
+        if entry is not None and entry.kind == "file":
             rows.append(error_row(ctx, rel, "parse", p.code, p.message))
     return rows
 

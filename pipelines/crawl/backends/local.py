@@ -9,7 +9,7 @@ does, and reads file contents only when the scan asks for them (regular files on
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from pipelines.crawl.listing import BROKEN_LINK, FsTotals, ListedEntry, Listing, ListingError
@@ -27,34 +27,44 @@ def local_path(url: str) -> str:
     return os.path.abspath(url)
 
 
-def _entry(listing: Listing, rel: str, dirent: os.DirEntry[str]) -> ListedEntry:
-    try:
-        st = dirent.stat()  # follows links; one fstatat, cached on the DirEntry
-    except FileNotFoundError as exc:
+def _odd_entry(listing: Listing, rel: str, dirent: os.DirEntry[str], exc: OSError) -> ListedEntry:
+    """An entry whose stat failed: a broken link, a vanished file, or an error; reported once."""
+    if isinstance(exc, FileNotFoundError):
         if dirent.is_symlink():
             listing.errors.append(ListingError(rel, "list", "FileNotFoundError", BROKEN_LINK))
             return ListedEntry(rel, "other", 0, 0, True)
-        else:  # vanished between readdir and stat
-            listing.errors.append(ListingError(rel, "list", "FileNotFoundError", str(exc.strerror)))
+        # vanished between readdir and stat
+        listing.errors.append(ListingError(rel, "list", "FileNotFoundError", str(exc.strerror)))
         return ListedEntry(rel, "other", 0, 0)
-    except OSError as exc:
-        listing.errors.append(ListingError(rel, "list", type(exc).__name__, str(exc.strerror or exc)))
-        return ListedEntry(rel, "other", 0, 0)
-    mode = st.st_mode
-    if (mode & 0o170000) == 0o040000:
-        kind = "directory"
-    elif (mode & 0o170000) == 0o100000:
-        kind = "file"
-    else:
-        kind = "other"
-    return ListedEntry(rel, kind, st.st_size if kind == "file" else 0, st.st_mtime_ns, dirent.is_symlink())
+    listing.errors.append(ListingError(rel, "list", type(exc).__name__, str(exc.strerror or exc)))
+    return ListedEntry(rel, "other", 0, 0)
+
+
+def _entries(listing: Listing, it: Iterable[os.DirEntry[str]], prefix: str) -> list[ListedEntry]:
+    """One ListedEntry per directory entry; this loop runs once per file of the crawl."""
+    out: list[ListedEntry] = []
+    append = out.append
+    for dirent in it:
+        rel = prefix + dirent.name
+        try:
+            st = dirent.stat()  # follows links; one fstatat, cached on the DirEntry
+        except OSError as exc:
+            append(_odd_entry(listing, rel, dirent, exc))
+            continue
+        fmt = st.st_mode & 0o170000
+        if fmt == 0o100000:
+            append(ListedEntry(rel, "file", st.st_size, st.st_mtime_ns, dirent.is_symlink()))
+        else:
+            kind = "directory" if fmt == 0o040000 else "other"
+            append(ListedEntry(rel, kind, 0, st.st_mtime_ns, dirent.is_symlink()))
+    return out
 
 
 def _scan(listing: Listing, path: str, prefix: str) -> list[ListedEntry]:
     """All entries of one directory, or [] with a ListingError when it cannot be read."""
     try:
         with os.scandir(path) as it:
-            return [_entry(listing, prefix + d.name, d) for d in it]
+            return _entries(listing, it, prefix)
     except OSError as exc:
         rel = prefix.rstrip("/")
         listing.errors.append(ListingError(rel, "list", type(exc).__name__, str(exc.strerror or exc)))
@@ -90,17 +100,18 @@ def list_log_dir(
     root = local_path(url)
     listing = Listing(root=root, reader=read_regular_file)
     with os.scandir(root) as it:
-        top = [_entry(listing, d.name, d) for d in it]
+        top = _entries(listing, it, "")
     wanted = None if only is None else frozenset(only)
     n_dirs = sum(1 for e in top if e.kind == "directory")
     if wanted is None and fanout_above is not None and n_dirs > fanout_above:
         wanted = frozenset()  # too big for one task: root only, the caller fans out
     listing.descended = wanted is None
+    entries = listing.entries
     for entry in top:
-        listing.add(entry)
+        entries[entry.rel] = entry
         if entry.kind == "directory" and (wanted is None or entry.rel in wanted):
             for child in _scan(listing, f"{root}/{entry.rel}", entry.rel + "/"):
-                listing.add(child)
+                entries[child.rel] = child
     listing.totals = statvfs_totals(root)
     if listing.totals is None:
         listing.errors.append(ListingError("", "statvfs", "OSError", "statvfs not supported here"))
