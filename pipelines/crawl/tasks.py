@@ -12,6 +12,8 @@ becomes one ``crawl_errors`` row and the crawl goes on.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -98,7 +100,31 @@ def jobs_for(brokers: Sequence[BrokerLike], *, run_id: str, cluster: str) -> lis
     return jobs
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Cyclic GC off while a task builds its listing, inventory and rows, then back as it was.
+
+    Those objects hold no reference cycles (reference counting frees them all), but ~10 new objects per file
+    would trigger hundreds of collections per log dir, each walking every object still alive: ~13% of the
+    crawl's CPU in bench/crawl.py.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def root_task(
+    job: LogDirJob, crawled_at: datetime, *, include_segments: bool, fanout_dirs: int | None
+) -> tuple[LogDirRows, list[Chunk]]:
+    with gc_paused():
+        return _root_task(job, crawled_at, include_segments=include_segments, fanout_dirs=fanout_dirs)
+
+
+def _root_task(
     job: LogDirJob, crawled_at: datetime, *, include_segments: bool, fanout_dirs: int | None
 ) -> tuple[LogDirRows, list[Chunk]]:
     if job.inventory is not None:
@@ -123,6 +149,11 @@ def root_task(
 
 
 def chunk_task(chunk: Chunk, *, include_segments: bool) -> LogDirRows:
+    with gc_paused():
+        return _chunk_task(chunk, include_segments=include_segments)
+
+
+def _chunk_task(chunk: Chunk, *, include_segments: bool) -> LogDirRows:
     job = chunk.job
     ctx = job.ctx(chunk.crawled_at)
     dirs = frozenset(chunk.dirs)
@@ -184,8 +215,12 @@ def redacted_config_json(brokers: Sequence[BrokerLike]) -> str:
 
     return json.dumps(
         [
-            {"broker_id": b.broker_id, "log_dirs": list(b.log_dirs), "storage_options": clean(b.storage_options or {}),
-             "inventory": b.inventory}
+            {
+                "broker_id": b.broker_id,
+                "log_dirs": list(b.log_dirs),
+                "storage_options": clean(b.storage_options or {}),
+                "inventory": b.inventory,
+            }
             for b in brokers
         ],
         sort_keys=True,
