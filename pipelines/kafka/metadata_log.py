@@ -240,7 +240,8 @@ class MetadataLog:
                             n, p = rv(payload, p)
                             if n < -1 or n > pend - p:
                                 raise DecodeError(f"invalid key length {n}", p)
-                            p += max(n, 0)
+                            if n > 0:
+                                p += n
                         b = payload[p]
                         if b < 0x80:
                             vlen = (b >> 1) ^ -(b & 1)
@@ -254,8 +255,9 @@ class MetadataLog:
                         if vlen < -1 or vlen > pend - p:
                             raise DecodeError(f"invalid value length {vlen}", p)
                         vpos = p
-                        vend = p + max(vlen, 0)
-                        p = vend
+                        if vlen > 0:
+                            p += vlen
+                        vend = p
                         if payload[p] == 0:
                             p += 1
                         else:
@@ -281,14 +283,16 @@ class MetadataLog:
                                 record = decode_metadata_record(raw)
                                 if len(tiny) < 1024:
                                     tiny[raw] = record
-                        elif payload[vpos] == 1 and payload[vpos + 1] < 0x80 and payload[vpos + 2] < 0x80:
-                            found = decoders.get((payload[vpos + 1] << 16) | payload[vpos + 2])
+                        elif payload[vpos] == 1 and (api_key := payload[vpos + 1]) < 0x80 and (
+                            (version := payload[vpos + 2]) < 0x80
+                        ):
+                            found = decoders.get((api_key << 16) | version)
                             if found is None:
-                                found = _decoder(payload[vpos + 1], payload[vpos + 2])
+                                found = _decoder(api_key, version)
                             fields, unknown, q = found[0](payload, vpos + 3, vend)
                             if q != vend:
                                 raise DecodeError(f"{vend - q} byte(s) of garbage after {found[1]}", q - vpos)
-                            record = new_record(payload[vpos + 1], payload[vpos + 2], found[1], mp(fields), unknown)
+                            record = new_record(api_key, version, found[1], mp(fields), unknown)
                         else:
                             record = decode_metadata_record(payload[vpos:vend])
                     except (DecodeError, IndexError, struct.error) as exc:

@@ -58,6 +58,7 @@ def _attr(item: Any, key: str) -> Any:
     return item[key] if isinstance(item, Mapping) else getattr(item, key)
 
 
+_PARTITION_CHANGE = "PartitionChangeRecord"
 _MISC_MAPS = ("controllers", "acls", "scram", "delegation_tokens", "client_quotas")
 
 
@@ -122,9 +123,18 @@ class MetadataDelta:
         self._offset = offset
         self._timestamp_ms = timestamp_ms
         self.records += 1
-        handler = _DISPATCH.get(record.name)
+        name = record.name
+        if name == _PARTITION_CHANGE:  # most records of a live log: no dispatch hop
+            try:
+                (self._topics or self.topics).replay_partition_change(record.fields, self.emit)
+            except ReplayError as exc:
+                self.fail(name, str(exc))
+            except (KeyError, TypeError, AttributeError) as exc:
+                self.fail(name, f"malformed record ({type(exc).__name__}: {exc})")
+            return
+        handler = _DISPATCH.get(name)
         if handler is None:
-            self.fail(record.name, "unknown metadata record type")
+            self.fail(name, "unknown metadata record type")
             return
         try:
             handler(self, record.fields)

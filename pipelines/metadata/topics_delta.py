@@ -132,9 +132,8 @@ class TopicsDelta:
                 raise ReplayError(f"unknown partition {change.name}-{partition} (topic id {change.topic_id})")
         new = merge_partition_change(old, fields)
         changed[partition] = new
-        get = fields.get
-        if get("replicas") is None and get("directories") is None and get("adding_replicas") is None and (
-            get("removing_replicas") is None
+        if new.replicas is old.replicas and new.directories is old.directories and (
+            new.adding_replicas is old.adding_replicas and new.removing_replicas is old.removing_replicas
         ):
             return  # ISR/leader/ELR-only change (the common case): nothing an event reports can differ
         _emit_partition_diff(emit, change, old, new)
