@@ -3,8 +3,9 @@
 One listing call per directory; sizes and modification times come from that listing (``DirEntry.stat`` locally,
 the ``ls(detail=True)`` dicts for fsspec), never from one ``stat`` per file.
 
-Modification-time precision depends on the backend (nanoseconds locally, often whole seconds over SFTP), so a
-fingerprint computed through one backend is only comparable with one computed through the same backend.
+Modification-time precision depends on the backend (nanoseconds locally, often whole seconds over SFTP):
+fingerprints count whole seconds, so every conversion here keeps the whole second exact (``mtime_ns`` when the
+backend has it; float seconds never rounded up into the next second).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Any fsspec URL (``s3://``, ``memory://``, ``sftp://`` via sshfs as a fallback, ...): one ``ls`` per directory.
 
 Times come from whatever the filesystem reports (``mtime_ns``, ``mtime`` as seconds or a datetime,
-``LastModified``); SFTP v3 has whole seconds only, so fingerprints from this backend are not comparable with a
-local crawl's. Content is read lazily with ``cat_file``.
+``LastModified``), converted without moving them into another second; SFTP v3 has whole seconds only, which is
+why fingerprints count whole seconds. Content is read lazily with ``cat_file``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from pipelines.crawl.listing import BROKEN_LINK, ListedEntry, Listing, ListingError
+from pipelines.kafka.listing import datetime_to_ns, seconds_to_ns
 
 SCHEMES: tuple[str, ...] = ()  # the fallback for every scheme without its own backend
 
@@ -23,9 +24,9 @@ def _mtime_ns(info: Mapping[str, Any]) -> int:
     for key in ("mtime", "LastModified", "last_modified", "updated", "modified"):
         value = info.get(key)
         if isinstance(value, datetime):
-            return int(value.timestamp() * 1_000_000) * 1000
+            return datetime_to_ns(value)
         if isinstance(value, int | float):
-            return round(value * 1_000_000) * 1000
+            return seconds_to_ns(value)  # never rounded into the next second: fingerprints count whole seconds
     return 0
 
 
