@@ -58,10 +58,13 @@ def read_regular_file(path: str) -> bytes:
             if stat_mod.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
             raise OSError(errno.EINVAL, "not a regular file (FIFO, socket or device)", path)
-        chunks = [os.read(fd, st.st_size + 1)]  # one read for a file that did not grow since the fstat
+        first = os.read(fd, st.st_size + 1)
+        if len(first) <= st.st_size:  # a short read of a regular file is its end: one read() in the common case
+            return first
+        chunks = [first]  # it grew since the fstat
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 

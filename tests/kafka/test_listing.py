@@ -11,7 +11,7 @@ import pytest
 from fsspec.implementations.local import LocalFileSystem
 from logdir_factory import PartitionSpec, make_log_dir
 
-from pipelines.kafka.listing import FsspecLister, LocalLister
+from pipelines.kafka.listing import FsspecLister, LocalLister, read_regular_file
 from pipelines.kafka.logdir import scan_log_dir
 
 # 1_700_000_005.999999999 s: a float cannot hold it (it rounds up to the next whole second)
@@ -112,3 +112,12 @@ def test_local_lister_reads_regular_files_whole_and_refuses_directories(tmp_path
         LocalLister().read_bytes(str(tmp_path))
     with pytest.raises(FileNotFoundError):
         LocalLister().read_bytes(str(tmp_path / "missing"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/cmdline"), reason="needs Linux /proc")
+def test_read_regular_file_reads_past_a_stale_size() -> None:
+    """/proc files stat as 0 bytes but have content: the same path as a file that grew since the fstat."""
+    with open("/proc/self/cmdline", "rb") as fh:
+        expected = fh.read()
+    assert os.stat("/proc/self/cmdline").st_size == 0 and len(expected) > 1
+    assert read_regular_file("/proc/self/cmdline") == expected
