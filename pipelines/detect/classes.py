@@ -85,16 +85,20 @@ ALL_CLASSES: tuple[str, ...] = (
 """Every class, in a stable order (reports and tests iterate it)."""
 
 GARBAGE_CLASSES: frozenset[str] = frozenset(
-    {RECREATED_TOPIC, DELETED_TOPIC, PARTITION_OUT_OF_RANGE, NOT_A_REPLICA, WRONG_LOG_DIR, STUCK_DELETE, STRAY,
-     ABANDONED_FUTURE}
+    {RECREATED_TOPIC, DELETED_TOPIC, PARTITION_OUT_OF_RANGE, NOT_A_REPLICA, STUCK_DELETE, STRAY, ABANDONED_FUTURE}
 )
 """Classes a GC plan may contain (unless the item is ``protected``)."""
 
 NEVER_PLAN: frozenset[str] = frozenset(
-    {OK, DUPLICATE_REPLICA, PENDING_DELETE, FUTURE_IN_PROGRESS, MISSING_PARTITION_METADATA,
+    {OK, WRONG_LOG_DIR, DUPLICATE_REPLICA, PENDING_DELETE, FUTURE_IN_PROGRESS, MISSING_PARTITION_METADATA,
      CORRUPT_PARTITION_METADATA, UNPARSEABLE_DIR, METADATA_LOG, UNKNOWN}
 )
-"""Classes reported but never planned: live data, Kafka's own work in progress, or needing a human decision."""
+"""Classes reported but never planned: live data, Kafka's own work in progress, or needing a human decision.
+
+``wrong_log_dir`` is here on purpose: the leftover copy belongs to a replica the controller assigns to this broker
+with the same topic id, and the executor never touches such a replica (a broker with two live copies refuses to
+start with "Duplicate log directories"; the operator resolves it by hand, the finding says which copy is stale).
+"""
 
 PROTECTED_INTERNAL_TOPICS: frozenset[str] = frozenset({"__consumer_offsets", "__transaction_state"})
 """Internal topics whose dirs are always ``protected``, whatever the configured patterns say."""

@@ -149,7 +149,11 @@ def _deciding_dir(image: MetadataImage, part: PartitionImage, broker_id: int) ->
 
 
 def assigned_here(f: DirFacts, image: MetadataImage) -> str | None:
-    """Why the controller assigns this directory's replica to its broker and log dir, or None if it does not."""
+    """Why the controller assigns this directory's replica to its broker, or None if it does not.
+
+    Broker-level on purpose, like the executor: a copy of an assigned replica is never garbage for a plan, even
+    when KIP-858 places the replica in another of the broker's log dirs (that copy is reported as wrong_log_dir).
+    """
     if f.kind not in ("live", "future", "stray") or f.topic_id is None or f.partition is None:
         return None
     tid = _uuid(f.topic_id)
@@ -157,9 +161,7 @@ def assigned_here(f: DirFacts, image: MetadataImage) -> str | None:
     if part is None or (f.broker_id not in part.replicas and f.broker_id not in part.adding_replicas):
         return None
     deciding = _deciding_dir(image, part, f.broker_id)
-    if deciding is not None and f.directory_id is not None and deciding != f.directory_id:
-        return None
-    where = "no particular log dir" if deciding is None else f"this log dir ({deciding})"
+    where = "no particular log dir" if deciding is None else f"log dir {deciding}"
     return (f"controller assigns {f.topic_id}/{f.partition} to broker {f.broker_id} in {where} "
             f"(replicas {list(part.replicas)}, adding {list(part.adding_replicas)})")
 

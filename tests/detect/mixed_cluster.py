@@ -89,7 +89,7 @@ EXPECTED: dict[tuple[int, str, str], tuple[str, bool, bool, datetime | None]] = 
     (1, "/d1", "__cluster_metadata-0"): ("metadata_log", True, False, None),
     (1, "/d1", "moving-0"): ("ok", False, False, None),
     (2, "/e", "moving-0"): ("unknown", False, False, None),
-    (1, "/d1", "jbod-0"): ("wrong_log_dir", False, True, NOW - 2 * DAY),
+    (1, "/d1", "jbod-0"): ("wrong_log_dir", False, False, NOW - 2 * DAY),
     (1, "/d2", "jbod-0"): ("ok", False, False, None),
     (1, "/d1", "dup-0"): ("duplicate_replica", False, False, None),
     (1, "/d2", "dup-0"): ("duplicate_replica", False, False, None),
