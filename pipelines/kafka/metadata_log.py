@@ -20,7 +20,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from types import MappingProxyType
+from typing import Any
 
 from crc32c import crc32c
 
@@ -68,6 +70,23 @@ class LogEntry:
 
 
 _new_entry = _fast_constructor(LogEntry)
+
+
+class FieldsRecord(tuple):
+    """``(name, fields)`` of a decoded metadata record, for replay inside this package's consumers only.
+
+    What :meth:`MetadataLog.iter_raw` hands out instead of a :class:`MetadataRecord`: ``fields`` is the
+    decoder's own dict (not a read-only view), so it must not escape to callers of the public API.
+    """
+
+    __slots__ = ()
+    name: str = property(itemgetter(0))  # type: ignore[assignment]
+    fields: dict[str, Any] = property(itemgetter(1))  # type: ignore[assignment]
+
+
+def _raw_entry(offset: int, batch_timestamp_ms: int, epoch: int, is_control: bool, record: Any,
+               batch_base_offset: int) -> tuple:
+    return (offset, batch_timestamp_ms, epoch, is_control, record, batch_base_offset)
 _tiny_records: dict[bytes, MetadataRecord] = {}
 """Decoded records of at most 4 bytes (NoOpRecord, EndTransactionRecord, ...) shared as immutable values."""
 
@@ -119,14 +138,25 @@ class MetadataLog:
 
     def __iter__(self) -> Iterator[LogEntry]:
         with open_buffer(self._source) as buf:
-            yield from self._scan(buf)
+            yield from self._scan(buf, False)
 
-    def _scan(self, buf) -> Iterator[LogEntry]:
+    def iter_raw(self) -> Iterator[tuple]:
+        """Like iterating, but each entry is a plain tuple in :class:`LogEntry` field order and the records of
+        uncompressed data batches are :class:`FieldsRecord` over a plain dict (no read-only view, no objects).
+
+        For the metadata loader's hot loop only; the summary attributes and error policy are identical.
+        """
+        with open_buffer(self._source) as buf:
+            yield from self._scan(buf, True)
+
+    def _scan(self, buf, raw_mode: bool) -> Iterator[LogEntry]:
         """One fused loop over batches and records: uncompressed data batches are parsed in place."""
         verify = self._verify
         decoders = _decoders
         tiny = _tiny_records
-        new_entry = _new_entry
+        new_entry = _raw_entry if raw_mode else _new_entry
+        tnew = tuple.__new__
+        fields_record = FieldsRecord
         new_record = _new_metadata_record
         mp = MappingProxyType
         rv = read_varint
@@ -292,7 +322,10 @@ class MetadataLog:
                             fields, unknown, q = found[0](payload, vpos + 3, vend)
                             if q != vend:
                                 raise DecodeError(f"{vend - q} byte(s) of garbage after {found[1]}", q - vpos)
-                            record = new_record(api_key, version, found[1], mp(fields), unknown)
+                            if raw_mode:
+                                record = tnew(fields_record, (found[1], fields))
+                            else:
+                                record = new_record(api_key, version, found[1], mp(fields), unknown)
                         else:
                             record = decode_metadata_record(payload[vpos:vend])
                     except (DecodeError, IndexError, struct.error) as exc:
@@ -303,7 +336,10 @@ class MetadataLog:
                         continue
                     n_records += 1
                     last = offset
-                    yield new_entry(offset, base_ts, epoch, False, record, base)
+                    if raw_mode:
+                        yield (offset, base_ts, epoch, False, record, base)
+                    else:
+                        yield new_entry(offset, base_ts, epoch, False, record, base)
                 if p != pend and p != -1:
                     message = f"batch at offset {base}: {pend - p} byte(s) after its {count} records"
                     p = -1

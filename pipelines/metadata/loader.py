@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pipelines.kafka.metadata_log import LogEntry, MetadataLog
 from pipelines.metadata.delta import FaultHandler, MetadataDelta
 from pipelines.metadata.events import MetadataEvent
 from pipelines.metadata.image import EMPTY, MetadataImage, MetadataProvenance, ReplayProblem
@@ -106,7 +107,14 @@ class MetadataLoader:
 
     # -- log -------------------------------------------------------------------------------------------
     def replay(self, entries: Iterable[Any]) -> None:
-        """``feed`` every entry; the loop inlines ``feed`` for records outside transactions (the hot path)."""
+        """``feed`` every entry; the loop inlines ``feed`` for records outside transactions (the hot path).
+
+        A :class:`MetadataLog` is read through its ``iter_raw`` (tuples, records over plain dicts): the same
+        replay without building the public read-only objects that nobody else sees here.
+        """
+        if isinstance(entries, MetadataLog):
+            self._replay_raw(entries)
+            return
         feed = self.feed
         markers = _MARKERS
         for entry in entries:
@@ -121,6 +129,22 @@ class MetadataLoader:
             offset = entry.offset
             ts = entry.batch_timestamp_ms
             self._last = (offset, entry.epoch, ts)
+            delta = self._delta
+            delta.replay(record, offset, ts)
+            if delta.records >= self.max_delta_records and self.open_transaction is None:
+                self._flush(self._last)
+
+    def _replay_raw(self, log: MetadataLog) -> None:
+        """``replay`` over ``log.iter_raw()``: entries are ``LogEntry``-ordered tuples."""
+        feed = self.feed
+        markers = _MARKERS
+        for item in log.iter_raw():
+            offset, ts, epoch, control, record, _base = item
+            if control or self.open_transaction is not None or record.name in markers:
+                feed(LogEntry(*item))
+                continue
+            self.records_seen += 1
+            self._last = (offset, epoch, ts)
             delta = self._delta
             delta.replay(record, offset, ts)
             if delta.records >= self.max_delta_records and self.open_transaction is None:
