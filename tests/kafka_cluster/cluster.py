@@ -68,7 +68,7 @@ def tail(path: Path, lines: int = 40) -> str:
         return f"<{path} unreadable>"
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.25) -> Any:
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0, interval: float = 0.25) -> Any:
     """Poll ``check`` until it returns something truthy; ``ClusterError`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     last_exc: BaseException | None = None
@@ -191,7 +191,7 @@ class KafkaCluster:
         node.config.write_text("".join(f"{k}={v}\n" for k, v in sorted(self._properties(node).items())))
 
     # ---------------------------------------------------------------- processes
-    def java(self, main_class: str, *args: str, timeout: float = 120.0, check: bool = True,
+    def java(self, main_class: str, *args: str, timeout: float = 300.0, check: bool = True,
              heap: str = "-Xmx256m") -> subprocess.CompletedProcess[str]:
         """Run one of Kafka's tool main classes with the cluster's classpath."""
         cmd = ["java", heap, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *self._log_props(), "-cp",
@@ -238,7 +238,7 @@ class KafkaCluster:
             time.sleep(0.2)
         raise ClusterError(f"node {node.node_id} port {node.port} not open after {timeout}s:\n{tail(node.log)}")
 
-    def start(self, timeout: float = 120.0) -> None:
+    def start(self, timeout: float = 240.0) -> None:
         """Format every node, start the controller then the brokers, and wait until all brokers are registered."""
         nodes = [self.controller, *self.brokers.values()]
         for n in nodes:
@@ -255,19 +255,19 @@ class KafkaCluster:
         """Broker ids in the cluster metadata (unfenced brokers), as any running broker reports them."""
         from kafka.admin import KafkaAdminClient
 
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=10000)
         try:
             return {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")}
         finally:
             admin.close()
 
-    def wait_brokers(self, expected: set[int], timeout: float = 90.0) -> None:
+    def wait_brokers(self, expected: set[int], timeout: float = 180.0) -> None:
         try:
             wait_for(f"brokers {sorted(expected)}", lambda: self.live_broker_ids() == expected, timeout)
         except ClusterError as exc:
             raise ClusterError(f"{exc}\n{self.log_tails()}") from None
 
-    def stop_broker(self, broker_id: int, timeout: float = 60.0) -> None:
+    def stop_broker(self, broker_id: int, timeout: float = 120.0) -> None:
         """SIGTERM one broker and wait for its clean shutdown (``.kafka_cleanshutdown`` is written)."""
         node = self.brokers[broker_id]
         if not node.running:
@@ -283,7 +283,7 @@ class KafkaCluster:
         if others:
             self.wait_brokers(others)
 
-    def start_broker(self, broker_id: int, timeout: float = 90.0) -> None:
+    def start_broker(self, broker_id: int, timeout: float = 180.0) -> None:
         node = self.brokers[broker_id]
         if node.running:
             return
@@ -323,22 +323,23 @@ class KafkaCluster:
     def admin(self) -> Any:
         from kafka.admin import KafkaAdminClient
 
-        return KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=15000)
+        return wait_for("an admin client", lambda: KafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                                                    request_timeout_ms=30000), timeout=120)
 
     def produce(self, topic: str, values: Sequence[bytes], partition: int | None = None) -> None:
         from kafka import KafkaProducer
 
         producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=0, retries=5,
-                                 request_timeout_ms=15000)
+                                 request_timeout_ms=30000)
         try:
             for v in values:
-                producer.send(topic, v, partition=partition).get(timeout=30)
-            producer.flush(30)
+                producer.send(topic, v, partition=partition).get(timeout=90)
+            producer.flush(90)
         finally:
             producer.close(5)
 
     def consume(self, topic: str, partitions: Sequence[int] = (0,), expected: int | None = None,
-                timeout: float = 30.0) -> list[bytes]:
+                timeout: float = 90.0) -> list[bytes]:
         """Every value in the given partitions, read from the start without a consumer group."""
         from kafka import KafkaConsumer, TopicPartition
 
