@@ -139,7 +139,7 @@ class RustTableStore(TableStore):
         if not keys:
             raise ValueError("merge needs at least one key column")
         data = self._to_arrow(table, rows)
-        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+        on = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in keys)  # null-safe key match
 
         def run() -> dict[str, Any]:
             merger = self._open(table).merge(data, on, source_alias="s", target_alias="t")

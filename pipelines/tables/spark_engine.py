@@ -158,7 +158,7 @@ class SparkTableStore(TableStore):
         if not keys:
             raise ValueError("merge needs at least one key column")
         source = self._to_df(table, rows)
-        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)  # null-safe: a NULL key matches a NULL key
 
         def run() -> DataFrame:
             merger = self._delta_table(table).alias("t").merge(source.alias("s"), on)

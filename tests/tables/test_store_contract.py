@@ -114,6 +114,13 @@ class TestTableStoreContract:
         expected = [row("r1", "a", n=10, ok=True), row("r1", "b", n=2), row("r1", "c", n=3)]
         assert by_key(store.read_rows(table)) == expected
 
+    def test_merge_matches_null_keys_null_safely(self, store: TableStore, table: TableSchema) -> None:
+        """A key column that is NULL in both rows is a match (a history merged twice must not grow)."""
+        rows = [row("r1", "a", partition=None, n=1), row("r1", "a", partition=3, n=2)]
+        store.merge(table, rows, keys=["run_id", "key", "partition"], update_columns=[])
+        counts = store.merge(table, rows, keys=["run_id", "key", "partition"], update_columns=[])
+        assert (counts.inserted, len(store.read_rows(table))) == (0, 2)
+
     def test_merge_with_update_columns_changes_only_those(self, store: TableStore, table: TableSchema) -> None:
         store.append(table, [row("r1", "a", n=1, ratio=1.5)])
         store.merge(table, [row("r1", "a", n=5, ratio=9.0)], keys=["run_id", "key"], update_columns=["n"])
