@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipelines.errors import DecodeError, PreconditionFailed
 from pipelines.execute.confine import confined_child
-from pipelines.kafka.listing import FileEntry, LocalLister
+from pipelines.kafka.listing import FileEntry, LocalLister, read_regular_file
 from pipelines.kafka.logdir import fingerprint_entries, fingerprint_triples
 from pipelines.kafka.meta_properties import read_meta_properties
 from pipelines.kafka.partition_metadata import read_partition_metadata
@@ -50,7 +50,7 @@ def check_host(plan: GcPlan, broker_id: int, log_dir: str, items: list[PlanItem]
     """Raises PreconditionFailed unless ``log_dir/meta.properties`` matches the plan's cluster, broker and dir id."""
     path = Path(log_dir) / "meta.properties"
     try:
-        meta = read_meta_properties(path.read_bytes())
+        meta = read_meta_properties(read_regular_file(str(path)))
     except OSError as exc:
         raise PreconditionFailed(f"cannot read {path}: {exc.strerror or exc}") from None
     if not meta.kafka_would_accept:
@@ -100,7 +100,7 @@ def verify_item(item: PlanItem, broker_id: int, assignment: AssignmentCheck | No
 
 def _topic_id(path: Path) -> str | None:
     try:
-        data = (path / "partition.metadata").read_bytes()
+        data = read_regular_file(str(path / "partition.metadata"))  # a FIFO must not block the executor
     except FileNotFoundError:
         return None
     except OSError as exc:

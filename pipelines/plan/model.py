@@ -34,7 +34,7 @@ class PlanItem(_Frozen):
     topic_id: str | None = Field(default=None, description="partition.metadata topic id at crawl time, base64url")
     class_: str = Field(alias="class", description="finding class, e.g. recreated_topic")
     bytes: int = 0
-    fingerprint: str = Field(description="sha256 over sorted (file, size, mtime_ns) at crawl time")
+    fingerprint: str = Field(description="sha256 over sorted (file, size, mtime in whole seconds) at crawl time")
     directory_id: str | None = Field(default=None, description="meta.properties directory.id of log_dir")
     reason: str = ""
 

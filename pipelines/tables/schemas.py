@@ -117,7 +117,7 @@ PARTITION_DIRS = _t(
     ("files", "int"), ("bytes", "long"), ("log_bytes", "long"), ("index_bytes", "long"), ("segment_count", "int"),
     ("min_base_offset", "long"), ("max_base_offset", "long"),
     ("oldest_mtime", "timestamp"), ("newest_mtime", "timestamp"), ("dir_mtime", "timestamp"),
-    ("fingerprint", "string", "sha256 over sorted (file, size, mtime_ns); re-checked by the executor"),
+    ("fingerprint", "string", "sha256 over sorted (file, size, mtime in whole seconds); re-checked by the executor"),
     ("problems", "array<string>"), ("crawled_at", "timestamp"),
 )
 
