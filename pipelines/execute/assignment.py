@@ -50,11 +50,13 @@ def load_assignment_check(metadata: MetadataConfig) -> Callable[[PlanItem, int],
     Raises:
         PreconditionFailed: a source is configured but cannot be loaded (then nothing may be applied).
     """
-    if metadata.kind == "none" or metadata.source is None:
+    if metadata.kind == "none":
         return None
-    if metadata.kind != "metadata_log":
+    if metadata.kind != "metadata_log":  # ``admin`` has no source: it must refuse too, never fall through to None
         raise PreconditionFailed(f"metadata.kind {metadata.kind} cannot be re-read by the executor; use "
                                  "metadata_log or none")
+    if metadata.source is None:
+        raise PreconditionFailed("metadata.kind metadata_log needs metadata.source for the executor's re-check")
     from pipelines.metadata import load_metadata
 
     try:
