@@ -79,14 +79,14 @@ class FieldSpec:
     tag: int | None
     default: Any
     fields: tuple[FieldSpec, ...] = ()
+    name: str = field(init=False, compare=False, repr=False)
+    """snake_case of ``kafka_name``, derived once (the encoder reads it several times per field and record)."""
+    json_name: str = field(init=False, compare=False, repr=False)
+    """camelCase of ``kafka_name`` (Kafka's JSON key)."""
 
-    @property
-    def name(self) -> str:
-        return snake_case(self.kafka_name)
-
-    @property
-    def json_name(self) -> str:
-        return camel_case(self.kafka_name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", snake_case(self.kafka_name))
+        object.__setattr__(self, "json_name", camel_case(self.kafka_name))
 
     @property
     def element_type(self) -> str | None:
