@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -60,13 +60,32 @@ def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def image_of(kafka: KafkaCluster) -> MetadataImage:
-    """The controller's metadata log replayed by the project; retried while the tail is being written."""
-    def complete() -> MetadataImage | None:
-        result = load_metadata(str(kafka.metadata_dir))
-        return result.image if result.image.complete and not result.errors else None
+@pytest.fixture(autouse=True)
+def _all_brokers_up(kafka: KafkaCluster) -> None:
+    """A test that failed with a broker stopped must not leave the next test a different cluster."""
+    for broker_id in kafka.brokers:
+        kafka.start_broker(broker_id)
 
-    return wait_for("a complete replay of the controller's metadata log", complete, timeout=90)
+
+def image_of(kafka: KafkaCluster, until: Callable[[MetadataImage], bool] = lambda _: True) -> MetadataImage:
+    """The controller's metadata log replayed by the project, once complete and showing ``until``.
+
+    The controller answers admin calls from its in-memory state and appends the records to its log a moment
+    later (``controller.quorum.append.linger.ms``), so a state the admin API already shows is waited for here.
+    """
+    def replayed() -> MetadataImage | None:
+        result = load_metadata(str(kafka.metadata_dir))
+        ok = result.image.complete and not result.errors and until(result.image)
+        return result.image if ok else None
+
+    return wait_for("a complete replay of the controller's metadata log in the expected state", replayed,
+                    timeout=90)
+
+
+def replicas(image: MetadataImage, topic: str, partition: int) -> set[int] | None:
+    t = image.topics.by_name.get(topic)
+    p = None if t is None else t.partitions.get(partition)
+    return None if p is None else set(p.replicas)
 
 
 def crawl(kafka: KafkaCluster, broker_id: int) -> tuple[list[DirFacts], list[dict[str, Any]]]:
@@ -176,14 +195,16 @@ def test_broker_down_during_delete_recreate_and_reassign(kafka: KafkaCluster) ->
     create(kafka, "t", {0: [1, 2], 1: [2, 1]})
     reassign(kafka, "moved", 0, [1, 2])
     wait_for("the reassignment of moved-0 to complete", lambda: not ongoing(kafka))
+    image = image_of(kafka, until=lambda i: "gone" not in i.topics.by_name and replicas(i, "moved", 0) == {1, 2}
+                     and replicas(i, "t", 0) == {1, 2} and replicas(i, "t", 1) == {1, 2})
 
-    seen = classify_broker(kafka, 3)
+    seen = classify_broker(kafka, 3, image=image)
     assert seen[("t", 0, "live")] == [C.RECREATED_TOPIC]
     assert seen[("t", 1, "live")] == [C.RECREATED_TOPIC]
     assert seen[("gone", 0, "live")] == [C.DELETED_TOPIC]
     assert seen[("moved", 0, "live")] == [C.NOT_A_REPLICA]
     # the same topics on the brokers that were up are live replicas (the new t) and nothing else
-    on_1 = classify_broker(kafka, 1)
+    on_1 = classify_broker(kafka, 1, image=image)
     assert on_1[("t", 0, "live")] == [C.OK] and on_1[("moved", 0, "live")] == [C.OK]
     assert ("gone", 0, "live") not in on_1
 
@@ -209,7 +230,7 @@ def test_inflight_reassignment_is_never_garbage_then_delete_dir_is_pending(kafka
     moving = ongoing(kafka)
     assert TopicPartition("inflight", 0) in moving, moving
 
-    image = image_of(kafka)
+    image = image_of(kafka, until=lambda i: replicas(i, "inflight", 0) == {1, 2, 3})
     part = image.topics.by_name["inflight"].partitions[0]
     assert set(part.adding_replicas) == {2} and set(part.removing_replicas) == {3}
     facts, _ = crawl(kafka, 3)
