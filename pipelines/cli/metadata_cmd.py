@@ -120,9 +120,11 @@ def _dump_records(path: str, result: ReplayResult, options: dict[str, str]) -> N
 
     fs, root = fsspec.core.url_to_fs(path, **options)
     names = [f.name for f in result.files if f.kind in ("checkpoint", "log")] if fs.isdir(root) else [None]
+    failed = False
     for name in names:
         file_path = root if name is None else posixpath.join(root, name)
-        for entry in iter_metadata_log(fs.cat_file(file_path)):
+        log = iter_metadata_log(fs.cat_file(file_path))
+        for entry in log:
             record = entry.record
             payload = (
                 {"type": record.type_name, "data": control_to_json_dict(record)} if entry.is_control
@@ -133,6 +135,15 @@ def _dump_records(path: str, result: ReplayResult, options: dict[str, str]) -> N
                 "epoch": entry.epoch, "timestamp": entry.batch_timestamp_ms, "isControl": entry.is_control,
                 "payload": payload,
             }, default=str))
+        for error in log.errors:
+            failed = True
+            click.echo(f"logdir-gc metadata show: {posixpath.basename(file_path)}: offset {error.offset}, "
+                       f"position {error.position}: {error.message}", err=True)
+        if log.trailing_invalid_bytes:
+            click.echo(f"logdir-gc metadata show: {posixpath.basename(file_path)}: {log.trailing_invalid_bytes} "
+                       "invalid bytes at the end", err=True)
+    if failed:
+        sys.exit(DECODE)
 
 
 @click.group("metadata")

@@ -17,7 +17,6 @@ NO_OP_V0 = b"\x01\x14\x00\x00"  # frame version 1, api key 20 (NoOpRecord), vers
 NO_OP_V99 = b"\x01\x14\x63\x00"  # the same record at a version no release has
 
 
-@pytest.mark.xfail(strict=True, reason="bug: metadata_cmd._dump_records ignores MetadataLog.errors")
 def test_records_dump_reports_an_undecodable_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "00000000000000000000.log"
     log.write_bytes(encode_batch([NO_OP_V0], 0, epoch=1, timestamp_ms=1000)
@@ -26,4 +25,4 @@ def test_records_dump_reports_an_undecodable_record(tmp_path: Path, capsys: pyte
         main(["metadata", "show", str(log), "--records"])
     out, err = capsys.readouterr()
     assert len(out.splitlines()) == 1
-    assert exc.value.code != 0 or "offset 1" in err
+    assert exc.value.code == 8 and "offset 1" in err
