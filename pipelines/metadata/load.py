@@ -23,7 +23,7 @@ import fsspec
 
 from pipelines.errors import DecodeError
 from pipelines.kafka.checkpoints import read_leader_epoch_checkpoint
-from pipelines.kafka.metadata_log import LogEntry, MetadataLog, iter_metadata_log
+from pipelines.kafka.metadata_log import MetadataLog, iter_metadata_log
 from pipelines.kafka.segment_files import classify_file
 from pipelines.kafka.snapshot_names import parse_snapshot_file
 from pipelines.metadata import completeness
@@ -87,22 +87,38 @@ class _Run:
         self.expected: int | None = None  # next offset we need
         self.read_any = False
 
-    def entries(self, log: MetadataLog, name: str, start: int) -> Iterator[LogEntry]:
-        """Entries at or after ``start``, checking that offsets are contiguous."""
-        for entry in log:
-            offset = entry.offset
-            if offset < start:
+    def raw_entries(self, log: MetadataLog, name: str, start: int, first: list[int]) -> Iterator[tuple]:
+        """``log.iter_raw()`` items at or after ``start``, checking that offsets are contiguous; ``first`` gets
+        the first offset passed on. Needs ``expected >= start`` (set by the callers)."""
+        items = log.iter_raw()
+        for item in items:  # up to the first item passed on
+            offset = item[0]
+            if offset != self.expected and not self._accept(offset, name, start):
                 continue
-            expected = self.expected
-            if expected is not None and offset != expected:
-                if offset < expected:
-                    self.errors.append(f"{name}: offset {offset} repeats an offset already replayed; skipped")
-                    continue
-                self.reasons.append(f"gap in the metadata log: offsets {expected} to {offset - 1} are missing "
-                                    f"(before {name})")
-            self.expected = offset + 1
+            first.append(offset)
             self.read_any = True
-            yield entry
+            self.expected = offset + 1
+            yield item
+            break
+        for item in items:
+            offset = item[0]
+            if offset != self.expected and not self._accept(offset, name, start):
+                continue
+            self.expected = offset + 1
+            yield item
+
+    def _accept(self, offset: int, name: str, start: int) -> bool:
+        """An offset other than the next expected one: below ``start`` or repeated (skipped), or after a gap."""
+        if offset < start:
+            return False
+        expected = self.expected
+        if expected is not None:
+            if offset < expected:
+                self.errors.append(f"{name}: offset {offset} repeats an offset already replayed; skipped")
+                return False
+            self.reasons.append(f"gap in the metadata log: offsets {expected} to {offset - 1} are missing "
+                                f"(before {name})")
+        return True
 
     def log_problems(self, log: MetadataLog, name: str) -> None:
         for err in log.errors:
@@ -135,7 +151,7 @@ def _load_snapshot(run: _Run, src: _Source, path: str) -> bool:
         end, epoch = 0, 0  # e.g. bootstrap.checkpoint: offsets (0, 0)
     try:
         log = iter_metadata_log(src.data(path), on_error="stop")
-        entries = list(log)
+        entries = list(log.iter_raw())
     except (OSError, DecodeError) as exc:
         run.errors.append(f"{name}: unreadable snapshot ({exc})")
         run.files.append(FileUse(name, "checkpoint", False, note=f"unreadable: {exc}"))
@@ -144,7 +160,7 @@ def _load_snapshot(run: _Run, src: _Source, path: str) -> bool:
     if log.trailing_invalid_bytes:
         problems.append(f"{log.trailing_invalid_bytes} trailing invalid bytes")
     if not problems:
-        outcome = run.loader.load_snapshot(entries, last_offset=end - 1, epoch=epoch)
+        outcome = run.loader.load_snapshot_raw(entries, last_offset=end - 1, epoch=epoch)
         problems = list(outcome.problems)
     if problems:
         run.errors.append(f"{name}: invalid snapshot, not used: {'; '.join(problems)}")
@@ -162,14 +178,7 @@ def _replay_segment(run: _Run, src: _Source, path: str, start: int) -> None:
         log = iter_metadata_log(src.data(path), on_error="stop")
         before = run.loader.records_seen
         first_seen: list[int] = []
-
-        def tap(it: Iterator[LogEntry]) -> Iterator[LogEntry]:
-            for entry in it:
-                if not first_seen:
-                    first_seen.append(entry.offset)
-                yield entry
-
-        run.loader.replay(tap(run.entries(log, name, start)))
+        run.loader.replay_raw(run.raw_entries(log, name, start, first_seen))
     except OSError as exc:
         run.errors.append(f"{name}: unreadable segment ({exc})")
         run.reasons.append(f"{name}: unreadable segment ({exc})")

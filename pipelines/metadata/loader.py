@@ -72,29 +72,38 @@ class MetadataLoader:
 
         The snapshot must start with a SnapshotHeader and end with a SnapshotFooter control record; if not (or if
         iterating raises nothing but stops early, which the caller detects), nothing changes and ``ok`` is False.
+        A :class:`MetadataLog` is read through its ``iter_raw`` (see :meth:`replay`).
         """
+        if isinstance(entries, MetadataLog):
+            items: Iterable[tuple] = entries.iter_raw()
+        else:
+            items = ((e.offset, e.batch_timestamp_ms, None, e.is_control, e.record, None) for e in entries)
+        return self.load_snapshot_raw(items, last_offset=last_offset, epoch=epoch)
+
+    def load_snapshot_raw(self, items: Iterable[tuple], *, last_offset: int, epoch: int) -> SnapshotLoad:
+        """``load_snapshot`` over what :meth:`MetadataLog.iter_raw` yields (``LogEntry``-ordered tuples)."""
         self.flush()
         delta = self._new_delta(from_snapshot=True)
         header_ts: int | None = None
         footer = False
         count = 0
         problems: list[str] = []
-        for entry in entries:
-            record = entry.record
-            if entry.is_control:
+        replay = delta.replay
+        for offset, ts, _epoch, control, record, _base in items:
+            if control:
                 kind = record.type_name
                 if kind == SNAPSHOT_HEADER and count == 0 and header_ts is None:
-                    header_ts = record.fields.get("last_contained_log_timestamp", entry.batch_timestamp_ms)
+                    header_ts = record.fields.get("last_contained_log_timestamp", ts)
                 elif kind == SNAPSHOT_FOOTER:
                     footer = True
                 continue
             if header_ts is None:
                 problems.append("snapshot does not start with a SnapshotHeader")
-                header_ts = entry.batch_timestamp_ms
+                header_ts = ts
             if footer:
-                problems.append(f"record at offset {entry.offset} after the SnapshotFooter")
+                problems.append(f"record at offset {offset} after the SnapshotFooter")
             count += 1
-            delta.replay(record, entry.offset, header_ts)
+            replay(record, offset, header_ts)
         if not footer:
             problems.append("snapshot has no SnapshotFooter (truncated or partial)")
         ts = -1 if header_ts is None else header_ts
@@ -113,7 +122,7 @@ class MetadataLoader:
         replay without building the public read-only objects that nobody else sees here.
         """
         if isinstance(entries, MetadataLog):
-            self._replay_raw(entries)
+            self.replay_raw(entries.iter_raw())
             return
         feed = self.feed
         markers = _MARKERS
@@ -134,11 +143,12 @@ class MetadataLoader:
             if delta.records >= self.max_delta_records and self.open_transaction is None:
                 self._flush(self._last)
 
-    def _replay_raw(self, log: MetadataLog) -> None:
-        """``replay`` over ``log.iter_raw()``: entries are ``LogEntry``-ordered tuples."""
+    def replay_raw(self, items: Iterable[tuple]) -> None:
+        """``replay`` over what :meth:`MetadataLog.iter_raw` yields (``LogEntry``-ordered tuples), or a filter
+        of it; same outcome as replaying the ``LogEntry`` objects."""
         feed = self.feed
         markers = _MARKERS
-        for item in log.iter_raw():
+        for item in items:
             offset, ts, epoch, control, record, _base = item
             if control or self.open_transaction is not None or record.name in markers:
                 feed(LogEntry(*item))
