@@ -1,10 +1,12 @@
 """Benchmark: decode + replay of a generated 1M-record KRaft metadata log, vs kafka-python's raw iteration.
 
-Usage: ``python bench/metadata_replay.py [--records N] [--profile]``. Writes the log into a temp dir with the
-project's own writer (``encode_batch`` + ``encode_metadata_record``), then measures on one core
-(CPU time of this process):
+Usage: ``python bench/metadata_replay.py [--records N] [--keep DIR] [--no-gc-pause] [--profile]``. Writes the
+log into a temp dir (or DIR, reused when it already holds a log of N records) with the project's own writer
+(``encode_batch`` + ``encode_metadata_record``), then measures on one core (CPU time of this process):
 
-- decode only (``iter_metadata_log``), decode + replay (``MetadataLoader``), records/s;
+- decode only (``iter_metadata_log``), decode + replay (``MetadataLoader``, cyclic GC paused as ``load_metadata``
+  does unless ``--no-gc-pause``), and ``load_metadata`` of the log as a lone segment (what the product runs),
+  records/s;
 - kafka-python ``MemoryRecords`` batch/record iteration over the same bytes (framing only, no value decoding);
 - peak RSS (``resource.getrusage``) after each phase.
 """
@@ -12,6 +14,7 @@ project's own writer (``encode_batch`` + ``encode_metadata_record``), then measu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import pstats
@@ -24,9 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pipelines.kafka.gc_pause import gc_paused
 from pipelines.kafka.metadata_codec import encode_metadata_record, iter_metadata_log, make_record
 from pipelines.kafka.record_batch import encode_batch
 from pipelines.kafka.uuid import Uuid
+from pipelines.metadata.load import load_metadata
 from pipelines.metadata.loader import MetadataLoader
 
 BROKERS = 30
@@ -98,11 +103,18 @@ def decode_only(path: Path) -> int:
     return n
 
 
-def decode_replay(path: Path) -> tuple[int, MetadataLoader]:
-    loader = MetadataLoader(source=str(path))
-    loader.replay(iter_metadata_log(path))
-    loader.finish()
+def decode_replay(path: Path, pause_gc: bool = True) -> tuple[int, MetadataLoader]:
+    with gc_paused() if pause_gc else contextlib.nullcontext():
+        loader = MetadataLoader(source=str(path))
+        loader.replay(iter_metadata_log(path))
+        loader.finish()
     return loader.records_seen, loader
+
+
+def load(path: Path) -> int:
+    result = load_metadata(str(path))
+    assert result.complete, result.image.incomplete_reasons
+    return sum(f.records for f in result.files)
 
 
 def kafka_python(data: bytes) -> int:
@@ -128,20 +140,33 @@ def timed(fn, *args):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--keep", type=Path, help="write the log into this dir and reuse it on the next run")
+    parser.add_argument("--no-gc-pause", action="store_true", help="decode + replay with the cyclic GC on")
     parser.add_argument("--profile", action="store_true", help="cProfile decode+replay of the first 200k records")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{0:020d}.log"
-        (written, gen_s) = timed(generate, path, args.records)
+        where = args.keep or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / f"{0:020d}.log"
+        count_file = where / "records.txt"
+        if path.exists() and count_file.exists() and count_file.read_text() == str(args.records):
+            print(f"reusing {path}")
+        else:
+            (written, gen_s) = timed(generate, path, args.records)
+            count_file.write_text(str(args.records))
+            print(f"generated {written:,} records in {gen_s:.1f}s CPU")
         size = path.stat().st_size
-        print(f"generated {written:,} records, {size / 2**20:.1f} MiB in {gen_s:.1f}s; RSS {peak_rss_mib():.0f} MiB")
+        print(f"log: {size / 2**20:.1f} MiB; RSS {peak_rss_mib():.0f} MiB")
         rows = []
         n, secs = timed(kafka_python, path.read_bytes())
         rows.append(("kafka-python raw iteration", n, secs, peak_rss_mib()))
         n, secs = timed(decode_only, path)
         rows.append(("decode (iter_metadata_log)", n, secs, peak_rss_mib()))
-        (n, loader), secs = timed(decode_replay, path)
-        rows.append(("decode + replay (MetadataLoader)", n, secs, peak_rss_mib()))
+        (n, loader), secs = timed(decode_replay, path, not args.no_gc_pause)
+        gc_note = "GC on" if args.no_gc_pause else "GC paused"
+        rows.append((f"decode + replay ({gc_note})", n, secs, peak_rss_mib()))
+        n, secs = timed(load, path)
+        rows.append(("load_metadata (lone .log)", n, secs, peak_rss_mib()))
         image = loader.image
         print(f"image: {len(image.topics)} topics, "
               f"{sum(len(t.partitions) for t in image.topics.by_id.values())} partitions, "

@@ -12,8 +12,6 @@ becomes one ``crawl_errors`` row and the crawl goes on.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +31,7 @@ from pipelines.crawl.rows import (
     rows_for_listing,
 )
 from pipelines.errors import PipelinesError
+from pipelines.kafka.gc_pause import gc_paused
 
 #: A log dir with more partition dirs than this is fanned out in chunks of this many.
 DEFAULT_FANOUT_DIRS = 2000
@@ -98,23 +97,6 @@ def jobs_for(brokers: Sequence[BrokerLike], *, run_id: str, cluster: str) -> lis
         else:
             jobs.extend(LogDirJob(run_id, cluster, b.broker_id, url, opts) for url in b.log_dirs)
     return jobs
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Cyclic GC off while a task builds its listing, inventory and rows, then back as it was.
-
-    Those objects hold no reference cycles (reference counting frees them all), but ~10 new objects per file
-    would trigger hundreds of collections per log dir, each walking every object still alive: ~13% of the
-    crawl's CPU in bench/crawl.py.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def root_task(

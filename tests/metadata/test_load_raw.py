@@ -4,8 +4,11 @@ repeated offset skipped, a gap passed over), on a directory with overlapping seg
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
 from mdrecords import (
     broker,
     broker_change,
@@ -119,3 +122,21 @@ def test_load_metadata_of_a_lone_truncated_segment_equals_the_object_path(tmp_pa
     assert list(result.events) == reference.events
     assert result.errors == tuple(str(p) for p in reference.image.replay_errors)
     assert result.files[0].records == reference.records_seen
+
+
+def test_load_metadata_replays_with_the_cyclic_gc_paused_and_restores_it(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spy around the real ``replay_raw`` (it runs unchanged) records whether GC was on during the replay."""
+    d, _segments = make_dir(tmp_path)
+    seen: list[bool] = []
+    real = MetadataLoader.replay_raw
+
+    def spy(self: MetadataLoader, items: Iterable[tuple]) -> None:
+        seen.append(gc.isenabled())
+        real(self, items)
+
+    monkeypatch.setattr(MetadataLoader, "replay_raw", spy)
+    assert gc.isenabled()
+    result = load_metadata(str(d))
+    assert seen == [False, False, False] and gc.isenabled()
+    assert {"b", "c", "d"} <= set(result.image.topics.by_name)
