@@ -259,7 +259,7 @@ def lying_findings(c: Crawled, assigned: dict[DirKey, str]) -> list[dict[str, An
     rows = []
     for f, pd in facts_of(c):
         kind = assigned.get((f.broker_id, f.log_dir, f.dir_name))
-        if kind is not None:
+        if kind is not None and not is_protected_dir(f, c.image, c.config.detect):  # refused for the re-check only
             rows.append(_finding(c, f, pd, claim[kind], "lie", False, True))
     return rows
 
