@@ -8,18 +8,9 @@ import sys
 import click
 
 from pipelines.cli.exit_codes import UNREADABLE
+from pipelines.cli.storage_options import storage_options
 from pipelines.kafka.inspect_report import inspect_json, render_text
 from pipelines.kafka.logdir import scan_log_dir
-
-
-def _storage_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
-        options[key] = value
-    return options
 
 
 @click.command("inspect")
@@ -37,7 +28,7 @@ def inspect(logdir: str, as_json: bool, storage_option: tuple[str, ...]) -> None
 
     Exits 0 whenever the inventory could be produced, problems included; exits 3 when LOGDIR cannot be read.
     """
-    options = _storage_options(storage_option)
+    options = storage_options(storage_option)
     try:
         inventory = scan_log_dir(logdir, options or None)
     except OSError as exc:

@@ -10,20 +10,11 @@ from typing import Any
 import click
 
 from pipelines.cli.exit_codes import DECODE, UNREADABLE
+from pipelines.cli.storage_options import storage_options
 from pipelines.errors import DecodeError
 from pipelines.kafka.uuid import DIRECTORY_ID_NAMES
 from pipelines.metadata.image import MetadataImage
 from pipelines.metadata.load import ReplayResult, load_metadata
-
-
-def _storage_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--storage-option")
-        options[key] = value
-    return options
 
 
 def _dir(d: Any) -> str:
@@ -162,7 +153,7 @@ def show(path: str, as_json: bool, records: bool, storage_option: tuple[str, ...
 
     Exits 0 when the image could be built (an incomplete image included), 3 when PATH cannot be read.
     """
-    options = _storage_options(storage_option)
+    options = storage_options(storage_option)
     try:
         result = load_metadata(path, options or None)
         if records:
