@@ -9,6 +9,7 @@ import fsspec
 from pipelines.config.models import MetadataConfig
 from pipelines.errors import ConfigError
 from pipelines.metadata import EMPTY, MetadataEvent, MetadataImage, load_metadata, parse_topics_describe
+from pipelines.metadata.admin_source import image_from_admin
 
 
 @dataclass(frozen=True)
@@ -24,10 +25,11 @@ class ControllerView:
 def load_controller_view(metadata: MetadataConfig) -> ControllerView:
     """Replay or parse the configured source.
 
+    ``kind: admin`` asks the live cluster (``pipelines.metadata.admin_source``): no events, as with topics describe.
     ``kind: none`` gives an empty, INCOMPLETE image: every topic id is then unknown and nothing is planned.
 
     Raises:
-        ConfigError: the kind is not supported here (``admin`` needs a live cluster client).
+        ConfigError: the kind is not supported here, or ``admin`` without kafka-python installed.
         FileNotFoundError: the source does not exist.
     """
     if metadata.kind == "metadata_log":
@@ -40,6 +42,11 @@ def load_controller_view(metadata: MetadataConfig) -> ControllerView:
             text = f.read()
         image, problems = parse_topics_describe(text, complete=True)
         return ControllerView(image, (), metadata.source, problems)
+    if metadata.kind == "admin":
+        assert metadata.bootstrap_servers is not None
+        image = image_from_admin(metadata.bootstrap_servers)
+        notes = ("admin API: current state only, no metadata events", *image.incomplete_reasons)
+        return ControllerView(image, (), image.provenance.source, notes)
     if metadata.kind == "none":
         empty = EMPTY.with_completeness(False, ("no controller metadata source configured",))
         return ControllerView(empty, (), "none", ("no controller metadata source configured",))
