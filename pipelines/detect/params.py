@@ -20,6 +20,10 @@ PM_OK = "ok"
 DELETE_DELAY_CONFIG_KEY = "log.segment.delete.delay.ms"
 """Broker synonym of ``file.delete.delay.ms``: the delay the ``kafka-delete-logs`` task waits after enqueueing."""
 
+ASSIGNED_DELETE_REASON = ("-delete copy of a replica the controller assigns to this broker: never planned, Kafka "
+                          "deletes it itself at the next broker start")
+"""Reason of an old ``-delete`` dir whose replica is still assigned to its broker (both classifiers use it)."""
+
 RESERVED_DIRECTORY_IDS: frozenset[str] = frozenset(str(Uuid(0, i)) for i in range(100))
 """KIP-858 reserved directory ids (MIGRATING, UNASSIGNED, LOST, ...): an assignment to one of them decides nothing."""
 

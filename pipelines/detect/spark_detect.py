@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pipelines.config.models import DetectConfig
 from pipelines.detect import classes as C
 from pipelines.detect.params import (
+    ASSIGNED_DELETE_REASON,
     PM_MISSING_STATUSES,
     PM_OK,
     RESERVED_DIRECTORY_IDS,
@@ -105,6 +106,11 @@ def rule_delete() -> Rule:
     stuck = col("dir_mtime").isNotNull() & (age >= limit)
     reason = F.when(col("dir_mtime").isNull(), F.lit("dir mtime unknown; age cannot be judged")).otherwise(
         _reason("-delete dir ", age.cast("long").cast("string"), " ms old, limit ", limit.cast("string"), " ms"))
+    # A -delete copy of a replica the controller still assigns to this broker (e.g. left by an interrupted log-dir
+    # move) is never planned: the executor never touches such a replica, and Kafka deletes the copy at next start.
+    assigned = col("topic_id").isNotNull() & _member()
+    reason = F.when(stuck & assigned, F.lit(ASSIGNED_DELETE_REASON)).otherwise(reason)
+    stuck = stuck & ~assigned
     return Rule("delete", col("kind") == "delete",
                 F.when(stuck, F.lit(C.STUCK_DELETE)).otherwise(F.lit(C.PENDING_DELETE)), reason,
                 F.when(stuck, col("dir_mtime")))

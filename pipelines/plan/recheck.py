@@ -27,6 +27,7 @@ from typing import Any
 from pipelines.config.models import DetectConfig
 from pipelines.detect import classes as C
 from pipelines.detect.params import (
+    ASSIGNED_DELETE_REASON,
     DELETE_DELAY_CONFIG_KEY,
     PM_MISSING_STATUSES,
     PM_OK,
@@ -148,13 +149,20 @@ def _deciding_dir(image: MetadataImage, part: PartitionImage, broker_id: int) ->
     return str(assigned)
 
 
+def _assigned_to_broker(f: DirFacts, image: MetadataImage) -> bool:
+    """The controller lists this dir's broker in replicas or adding_replicas of its (topic id, partition)."""
+    tid = _uuid(f.topic_id)
+    part = None if tid is None or f.partition is None else image.topics.partition(tid, f.partition)
+    return part is not None and (f.broker_id in part.replicas or f.broker_id in part.adding_replicas)
+
+
 def assigned_here(f: DirFacts, image: MetadataImage) -> str | None:
     """Why the controller assigns this directory's replica to its broker, or None if it does not.
 
     Broker-level on purpose, like the executor: a copy of an assigned replica is never garbage for a plan, even
     when KIP-858 places the replica in another of the broker's log dirs (that copy is reported as wrong_log_dir).
     """
-    if f.kind not in ("live", "future", "stray") or f.topic_id is None or f.partition is None:
+    if f.kind not in ("live", "future", "stray", "delete") or f.topic_id is None or f.partition is None:
         return None
     tid = _uuid(f.topic_id)
     part = None if tid is None else image.topics.partition(tid, f.partition)
@@ -201,6 +209,8 @@ def classify(
         if f.dir_mtime is None:
             return C.PENDING_DELETE, "dir mtime unknown; age cannot be judged"
         age_ms = (now - f.dir_mtime).total_seconds() * 1000
+        if age_ms >= limit and _assigned_to_broker(f, image):
+            return C.PENDING_DELETE, ASSIGNED_DELETE_REASON
         if age_ms >= limit:
             return C.STUCK_DELETE, f"-delete dir {int(age_ms)} ms old, limit {limit} ms"
         return C.PENDING_DELETE, f"-delete dir {int(age_ms)} ms old, limit {limit} ms"

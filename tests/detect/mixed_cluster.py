@@ -49,6 +49,7 @@ def mixed_cluster(*, complete: bool = True) -> Cluster:
     c.dir(2, "/e", "ghost-0", topic_id=H)                          # unknown id, no removal event
     c.dir(1, "/d1", f"gone-0.{HEX}-delete", kind="delete", topic_id=G, mtime=NOW - 2 * DAY)
     c.dir(2, "/e", f"orders-1.{HEX}-delete", kind="delete", topic_id=ORD, mtime=NOW - 10 * MIN)
+    c.dir(1, "/d2", f"orders-0.{HEX}-delete", kind="delete", topic_id=ORD, mtime=NOW - 2 * DAY)  # of an assigned replica
     c.dir(1, "/d2", f"gone-2.{HEX}-stray", kind="stray", topic_id=G)
     c.dir(1, "/d2", f"orders-0.{HEX}-future", kind="future", topic_id=ORD)
     c.dir(2, "/e", f"jbod-0.{HEX}-future", kind="future", topic_id=J)
@@ -80,6 +81,7 @@ EXPECTED: dict[tuple[int, str, str], tuple[str, bool, bool, datetime | None]] = 
     (2, "/e", "ghost-0"): ("deleted_topic", False, False, None),
     (1, "/d1", f"gone-0.{HEX}-delete"): ("stuck_delete", False, True, NOW - 2 * DAY),
     (2, "/e", f"orders-1.{HEX}-delete"): ("pending_delete", False, False, None),
+    (1, "/d2", f"orders-0.{HEX}-delete"): ("pending_delete", False, False, None),
     (1, "/d2", f"gone-2.{HEX}-stray"): ("stray", False, True, NOW - 5 * DAY),
     (1, "/d2", f"orders-0.{HEX}-future"): ("future_in_progress", False, False, None),
     (2, "/e", f"jbod-0.{HEX}-future"): ("abandoned_future", False, True, NOW - 2 * DAY),
