@@ -2,15 +2,14 @@
 
 For each size (files) it generates a cluster (10 files per partition dir, 2 JBOD dirs per broker, every anomaly),
 then runs the whole pipeline (``run_pipeline``: crawl, ingest, detect, plan) in a fresh process on local Spark and
-prints wall seconds, seconds per 1,000 partition dirs, and the peak RSS of the Python driver and of the JVM. Not a
-test: nothing is asserted. Generated data goes under a temp dir (``--out``) and is removed unless ``--keep``.
+prints wall seconds, seconds per 1,000 partition dirs, and the peak RSS of the Python driver and of the driver
+JVM. Not a test: nothing is asserted. Generated data goes under a temp dir (``--out``) and is removed unless ``--keep``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -30,9 +29,15 @@ config = load_config(sys.argv[1])
 t = time.perf_counter()
 report = run_pipeline(config, "bench", created_by="bench", progress=lambda line: print(line, file=sys.stderr))
 wall = time.perf_counter() - t
+from pyspark import SparkContext
+jvm_hwm_kib = 0
+with open(f"/proc/{SparkContext._gateway.proc.pid}/status") as status:  # the driver JVM's peak RSS
+    for line in status:
+        if line.startswith("VmHWM:"):
+            jvm_hwm_kib = int(line.split()[1])
 steps = {s.step: s.counts for s in report.steps}
 print(json.dumps({"wall": wall, "dirs": steps["detect"]["dirs"], "files": steps["crawl"]["files"],
-                  "driver_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "driver_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "jvm_rss_kib": jvm_hwm_kib}))
 """
 
 
@@ -48,13 +53,11 @@ def run_size(files: int, out: Path) -> dict:
     t = time.perf_counter()
     result = generate(spec, target, warehouse=str(target / "warehouse"), force=True)
     generated = time.perf_counter() - t
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     proc = subprocess.run([sys.executable, "-c", CHILD, str(result.config_path)], capture_output=True, text=True,
                           check=False)
     if proc.returncode != 0:
         raise SystemExit(f"pipeline failed at {files} files:\n{proc.stderr[-3000:]}")
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
-    figures["jvm_or_child_rss_kib"] = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     figures["generated_s"] = generated
     return figures
 
@@ -73,8 +76,8 @@ def main() -> None:
             rows.append((size, f))
             print(f"{f['files']:>10,} files {f['dirs']:>8,} dirs  wall {f['wall']:7.1f}s"
                   f"  {1000 * f['wall'] / max(f['dirs'], 1):6.2f}s/1k dirs"
-                  f"  driver {f['driver_rss_kib'] / 1024:6.0f} MiB"
-                  f"  largest child (JVM) {f['jvm_or_child_rss_kib'] / 1024:6.0f} MiB"
+                  f"  Python driver {f['driver_rss_kib'] / 1024:5.0f} MiB"
+                  f"  JVM driver {f['jvm_rss_kib'] / 1024:5.0f} MiB"
                   f"  (generate {f['generated_s']:.0f}s)", flush=True)
     finally:
         if not args.keep:
@@ -83,7 +86,8 @@ def main() -> None:
         (s0, f0), (s1, f1) = rows[0], rows[-1]
         per0, per1 = f0["wall"] / max(f0["dirs"], 1), f1["wall"] / max(f1["dirs"], 1)
         print(f"ratio {s1:,} vs {s0:,} files: per-dir cost x{per1 / per0:.2f}, "
-              f"driver RSS x{f1['driver_rss_kib'] / f0['driver_rss_kib']:.2f}")
+              f"Python driver RSS x{f1['driver_rss_kib'] / f0['driver_rss_kib']:.2f}, "
+              f"JVM driver RSS x{f1['jvm_rss_kib'] / max(f0['jvm_rss_kib'], 1):.2f}")
 
 
 if __name__ == "__main__":
