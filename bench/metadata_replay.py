@@ -1,14 +1,19 @@
 """Benchmark: decode + replay of a generated 1M-record KRaft metadata log, vs kafka-python's raw iteration.
 
-Usage: ``python bench/metadata_replay.py [--records N] [--keep DIR] [--no-gc-pause] [--profile]``. Writes the
-log into a temp dir (or DIR, reused when it already holds a log of N records) with the project's own writer
+Usage: ``python bench/metadata_replay.py [--records N] [--keep DIR] [--no-gc-pause] [--profile] [--no-kafka]``.
+Writes the log into a temp dir (or DIR, reused when it already holds a log of N records) with the project's own writer
 (``encode_batch`` + ``encode_metadata_record``), then measures on one core (CPU time of this process):
 
 - decode only (``iter_metadata_log``), decode + replay (``MetadataLoader``, cyclic GC paused as ``load_metadata``
   does unless ``--no-gc-pause``), and ``load_metadata`` of the log as a lone segment (what the product runs),
   records/s;
 - kafka-python ``MemoryRecords`` batch/record iteration over the same bytes (framing only, no value decoding);
-- peak RSS (``resource.getrusage``) after each phase.
+- peak RSS (``resource.getrusage``) after each phase;
+- Apache Kafka's own decoder as a peer: ``DumpLogSegments --cluster-metadata-decoder`` from the cached 4.3.1 jars
+  (``tests/kafka_cluster/jars.py``), stdout to /dev/null, timed as a whole JVM process (wall, and the child's CPU
+  from ``RUSAGE_CHILDREN`` deltas, so JIT and GC threads count). It decodes and prints every record as JSON but
+  replays nothing. JVM start-up is measured on a tiny log and subtracted in a second row. Skipped with a printed
+  reason when Java or the cached jars are missing (``python tests/kafka_cluster/jars.py 4.3.1`` resolves them).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import io
 import pstats
 import random
 import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +42,9 @@ from pipelines.metadata.load import load_metadata
 from pipelines.metadata.loader import MetadataLoader
 
 BROKERS = 30
+KAFKA_VERSION = "4.3.1"
+JVM_OPTS = ("-Xmx1g", "-XX:+UseSerialGC")
+TINY_RECORDS = 100
 
 
 def generate(path: Path, total: int, seed: int = 7) -> int:
@@ -130,11 +140,65 @@ def kafka_python(data: bytes) -> int:
     return n
 
 
+def kafka_dump_log_cmd() -> tuple[list[str] | None, str]:
+    """The ``java ... DumpLogSegments --cluster-metadata-decoder --files`` prefix, or None and why not."""
+    if shutil.which("java") is None:
+        return None, "java not on PATH"
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kafka_cluster"))
+    from jars import CACHE, JarsUnavailable, resolve
+
+    if not (CACHE / KAFKA_VERSION / ".complete").exists():
+        return None, f"Kafka {KAFKA_VERSION} jars not cached in {CACHE} (python tests/kafka_cluster/jars.py)"
+    try:
+        jars = resolve(KAFKA_VERSION)
+        main_class = jars.dump_log
+    except JarsUnavailable as exc:
+        return None, str(exc)
+    # log4j2 finds no configuration on this classpath and says so on stderr; the status logger is silenced
+    return ["java", *JVM_OPTS, "-Dlog4j2.StatusLogger.level=OFF", "-cp", jars.classpath, main_class,
+            "--cluster-metadata-decoder", "--files"], f"Kafka {KAFKA_VERSION} {main_class}"
+
+
+def time_process(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall s, child CPU s, child peak RSS MiB) of one process, stdout discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[-1]}: exit {proc.returncode}: {proc.stderr.decode(errors='replace')[-1500:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, after.ru_maxrss / 1024
+
+
 def timed(fn, *args):
     """CPU seconds of this process (the machine is shared: wall time would measure the neighbours)."""
     start = time.process_time()
     result = fn(*args)
     return result, time.process_time() - start
+
+
+def kafka_peer(where: Path, records: int, path: Path, disabled: bool, rows: list) -> str:
+    """Append Kafka's DumpLogSegments rows (whole JVM, then start-up subtracted) to ``rows``; returns a note."""
+    if disabled:
+        return "Kafka's decoder: skipped (--no-kafka)"
+    cmd, why = kafka_dump_log_cmd()
+    if cmd is None:
+        return f"Kafka's decoder: skipped ({why})"
+    tiny = where / "tiny" / f"{0:020d}.log"
+    tiny.parent.mkdir(exist_ok=True)
+    tiny_n = generate(tiny, TINY_RECORDS)
+    time_process([*cmd, str(tiny)])  # warm the page cache for the jars
+    t_wall, t_cpu, _ = time_process([*cmd, str(tiny)])
+    wall, cpu, rss = time_process([*cmd, str(path)])
+    rows.append((f"Kafka {KAFKA_VERSION} dump-log (whole JVM)", records, cpu, rss))
+    net_n, net_cpu, net_wall = records - tiny_n, cpu - t_cpu, wall - t_wall
+    rows.append((f"Kafka {KAFKA_VERSION} dump-log (start-up subtracted)", net_n, net_cpu, rss))
+    return (f"{why} {' '.join(JVM_OPTS)}: wall {wall:.2f}s ({records / wall:,.0f} records/s), "
+            f"child CPU {cpu:.2f}s; JVM start-up on a {tiny_n}-record log: wall {t_wall:.2f}s, CPU {t_cpu:.2f}s; "
+            f"start-up subtracted: wall {net_wall:.2f}s ({net_n / net_wall:,.0f} records/s). "
+            "It decodes and prints JSON; it replays nothing.")
 
 
 def main() -> None:
@@ -143,6 +207,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="write the log into this dir and reuse it on the next run")
     parser.add_argument("--no-gc-pause", action="store_true", help="decode + replay with the cyclic GC on")
     parser.add_argument("--profile", action="store_true", help="cProfile decode+replay of the first 200k records")
+    parser.add_argument("--no-kafka", action="store_true", help="skip Kafka's own decoder (a JVM per run)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
@@ -171,11 +236,16 @@ def main() -> None:
         print(f"image: {len(image.topics)} topics, "
               f"{sum(len(t.partitions) for t in image.topics.by_id.values())} partitions, "
               f"{len(image.brokers)} brokers, {len(loader.events)} events, {len(image.replay_errors)} replay errors")
+        kafka_note = kafka_peer(where, n, path, args.no_kafka, rows)
         ref = rows[0][1] / rows[0][2]
-        print(f"\n{'phase':<36}{'records':>11}{'seconds':>9}{'records/s':>12}{'vs kafka-py':>12}{'peak RSS MiB':>14}")
+        ours = rows[2][1] / rows[2][2]
+        print(f"\n{'phase':<44}{'records':>11}{'CPU s':>8}{'records/s':>12}{'vs kafka-py':>12}{'vs ours':>9}"
+              f"{'peak RSS MiB':>14}")
         for name, n, secs, rss in rows:
             rate = n / secs
-            print(f"{name:<36}{n:>11,}{secs:>9.2f}{rate:>12,.0f}{rate / ref:>11.2f}x{rss:>14.0f}")
+            print(f"{name:<44}{n:>11,}{secs:>8.2f}{rate:>12,.0f}{rate / ref:>11.2f}x{rate / ours:>8.2f}x{rss:>14.0f}")
+        print("('vs ours' = against decode + replay; CPU of this process, of the JVM child for Kafka's rows)")
+        print(kafka_note)
         decode_s, replay_s = rows[1][2], rows[2][2]
         print(f"\nreplay share of decode+replay: {max(0.0, replay_s - decode_s) / replay_s:.0%}")
         if args.profile:
