@@ -49,7 +49,8 @@ def mixed_cluster(*, complete: bool = True) -> Cluster:
     c.dir(2, "/e", "ghost-0", topic_id=H)                          # unknown id, no removal event
     c.dir(1, "/d1", f"gone-0.{HEX}-delete", kind="delete", topic_id=G, mtime=NOW - 2 * DAY)
     c.dir(2, "/e", f"orders-1.{HEX}-delete", kind="delete", topic_id=ORD, mtime=NOW - 10 * MIN)
-    c.dir(1, "/d2", f"orders-0.{HEX}-delete", kind="delete", topic_id=ORD, mtime=NOW - 2 * DAY)  # of an assigned replica
+    # an old -delete copy of a replica the controller still assigns to broker 1
+    c.dir(1, "/d2", f"orders-0.{HEX}-delete", kind="delete", topic_id=ORD, mtime=NOW - 2 * DAY)
     c.dir(1, "/d2", f"gone-2.{HEX}-stray", kind="stray", topic_id=G)
     c.dir(1, "/d2", f"orders-0.{HEX}-future", kind="future", topic_id=ORD)
     c.dir(2, "/e", f"jbod-0.{HEX}-future", kind="future", topic_id=J)
