@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.config.models import AppConfig
@@ -32,8 +31,9 @@ def new_run_id(now: datetime | None = None) -> str:
     return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
 
 
-def plans_dir(config: AppConfig) -> Path:
-    return Path(config.plans_dir or Path(config.warehouse) / "_plans")
+def plans_dir(config: AppConfig) -> str:
+    """Where plan JSON/Markdown files go (a path or fsspec URL): ``plans_dir``, else ``<warehouse>/_plans``."""
+    return config.plans_dir or config.warehouse.rstrip("/") + "/_plans"
 
 
 @dataclass
@@ -152,7 +152,7 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
     view = view or load_controller_view(config.metadata)
     rows, cluster_id = plan_inputs(spark, store, run_id)
     plan = emit_plan(rows, view.image, cluster=config.cluster, run_id=run_id, created_by=created_by,
-                     policy=config.policy, out_dir=str(plans_dir(config)), config=config.detect, now=now,
+                     policy=config.policy, out_dir=plans_dir(config), config=config.detect, now=now,
                      cluster_id=cluster_id)
     if not plan.items:
         return StepReport("plan", {"plan_id": None, "items": 0, "bytes": 0}, ["nothing plannable in this run"]), None
@@ -161,6 +161,6 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
     report = StepReport("plan", {
         "plan_id": plan.plan_id, "items": len(plan.items), "bytes": plan.total_bytes,
         "content_hash": plan.content_hash, "by_class": dict(sorted(by_class.items())),
-        "file": str(plans_dir(config) / f"{plan.plan_id}.json"),
+        "file": f"{plans_dir(config).rstrip('/')}/{plan.plan_id}.json",
     })
     return report, plan
