@@ -166,6 +166,6 @@ def prestart(broker: int, budget: str | None, config_path: str | None, warehouse
         except ExecutorBusy as exc:
             results.append({"plan_id": record.plan_id, "refused": str(exc)})
             break
-        except PipelinesError as exc:
+        except (PipelinesError, OSError) as exc:  # reported, never fatal: the broker must start
             results.append({"plan_id": record.plan_id, "refused": str(exc)})
     emit(as_json, results, "\n".join(str(r) for r in results) or "prestart: nothing to apply")

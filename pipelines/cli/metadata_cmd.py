@@ -153,7 +153,14 @@ def show(path: str, as_json: bool, records: bool, storage_option: tuple[str, ...
 
     Exits 0 when the image could be built (an incomplete image included), 3 when PATH cannot be read.
     """
+    import fsspec
+
     options = storage_options(storage_option)
+    try:
+        fsspec.core.url_to_fs(path, **options)
+    except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or missing backend
+        click.echo(f"logdir-gc metadata show: cannot open {path}: {exc}", err=True)
+        sys.exit(UNREADABLE)
     try:
         result = load_metadata(path, options or None)
         if records:
@@ -162,11 +169,12 @@ def show(path: str, as_json: bool, records: bool, storage_option: tuple[str, ...
     except OSError as exc:
         click.echo(f"logdir-gc metadata show: cannot read {path}: {exc.strerror or exc}", err=True)
         sys.exit(UNREADABLE)
-    except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or missing backend
-        click.echo(f"logdir-gc metadata show: cannot open {path}: {exc}", err=True)
-        sys.exit(UNREADABLE)
     except DecodeError as exc:
         click.echo(f"logdir-gc metadata show: cannot decode {path}: {exc}", err=True)
+        sys.exit(DECODE)
+    if result.files and not any(f.records for f in result.files) and (result.errors or not result.complete):
+        click.echo(f"logdir-gc metadata show: {path} holds no decodable KRaft metadata record: "
+                   + "; ".join(result.errors or result.image.incomplete_reasons), err=True)
         sys.exit(DECODE)
     if as_json:
         click.echo(json.dumps(show_json(result), indent=2))

@@ -43,6 +43,9 @@ def build_config(config_file: str | None, *, logdirs: tuple[str, ...], metadata:
     if metadata:
         overrides["metadata"] = {"kind": "metadata_log", "source": metadata}
     if config_file:
+        if metadata:  # keep the configured storage options of the metadata source; replace kind and source only
+            base = load_config(config_file).metadata.model_dump()
+            overrides["metadata"] = {**base, **overrides["metadata"]}
         return load_config(config_file, overrides)
     if not logdirs:
         raise ConfigError("give --config FILE, or at least one --logdir BROKER=URL (with --warehouse DIR)")

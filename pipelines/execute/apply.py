@@ -227,7 +227,12 @@ def _apply_item(item: PlanItem, plan: GcPlan, content_hash: str, history: list[J
     write_manifest(qdir, manifest)
     journal.write(pid, item.item_id, "manifest", DONE, path=str(qdir))
     journal.write(pid, item.item_id, "rename", INTENT, src=str(src), dst=str(dst))
-    os.rename(src, dst)
+    try:
+        os.rename(src, dst)
+    except OSError as exc:  # e.g. the dir vanished or EXDEV: nothing moved, the item fails, the plan goes on
+        reason = f"rename {src} -> {dst} failed: {exc.strerror or exc}"
+        journal.write(pid, item.item_id, "item", FAILED, reason=reason)
+        return ItemOutcome(item.item_id, str(src), "failed", reason)
     fault_point("rename.performed")
     fsync_dir(src.parent)
     fsync_dir(qdir)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipelines.config.models import MetadataConfig
-from pipelines.errors import PipelinesError, PreconditionFailed
+from pipelines.errors import DecodeError, PipelinesError, PreconditionFailed
 from pipelines.kafka.uuid import Uuid
 from pipelines.plan.model import PlanItem
 
@@ -23,7 +23,11 @@ def assignment_from_image(image: Any) -> Callable[[PlanItem, int], str | None]:
     def check(item: PlanItem, broker_id: int) -> str | None:
         topic = None
         if item.topic_id is not None:
-            topic = image.topics.by_id.get(Uuid.from_string(item.topic_id))
+            try:
+                tid = Uuid.from_string(item.topic_id)
+            except DecodeError as exc:
+                return f"plan item topic id is not a Kafka Uuid ({exc}); not proven garbage"
+            topic = image.topics.by_id.get(tid)
             if topic is None and not image.complete:
                 return (f"topic id {item.topic_id} is unknown to an incomplete controller image "
                         f"({'; '.join(image.incomplete_reasons)}); not proven garbage")

@@ -102,7 +102,9 @@ def ensure_tables(store: TableStore) -> None:
 
 
 def get_plan(store: TableStore, plan_id: str) -> PlanRecord:
-    """Raises PlanError for an unknown id."""
+    """Raises PlanError for an unknown id (also when no plan was ever registered in this warehouse)."""
+    if not store.exists("gc_plans"):
+        raise PlanError(f"no plan {plan_id!r}: the warehouse {store.warehouse} has no gc_plans table")
     rows = store.read_rows("gc_plans", {"plan_id": plan_id})
     if not rows:
         raise PlanError(f"no plan {plan_id!r} in gc_plans")
@@ -112,6 +114,9 @@ def get_plan(store: TableStore, plan_id: str) -> PlanRecord:
 
 
 def list_plans(store: TableStore, cluster: str | None = None) -> list[PlanRecord]:
+    """Every plan (of ``cluster``); none when no plan was ever registered in this warehouse."""
+    if not store.exists("gc_plans"):
+        return []
     rows = store.read_rows("gc_plans", {"cluster": cluster} if cluster else None)
     records = [PlanRecord.from_row(r) for r in rows]
     return sorted(records, key=lambda r: (r.created_at, r.plan_id))

@@ -63,7 +63,11 @@ class RustTableStore(TableStore):
     # -- helpers --------------------------------------------------------------------------------------------
 
     def _open(self, table: TableRef, version: int | None = None) -> DeltaTable:
-        return DeltaTable(self.table_uri(table), version=version, storage_options=self.storage_options)
+        """Raises FileNotFoundError (a builtin, like every storage failure here) when there is no table."""
+        try:
+            return DeltaTable(self.table_uri(table), version=version, storage_options=self.storage_options)
+        except TableNotFoundError as exc:
+            raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}") from exc
 
     def _arrow_schema(self, table: TableRef) -> pa.Schema:
         declared = self.declared_schema(table)
@@ -217,10 +221,7 @@ class RustTableStore(TableStore):
         return sorted(entries, key=lambda e: e.version, reverse=True)
 
     def version(self, table: TableRef) -> int:
-        try:
-            return self._open(table).version()
-        except TableNotFoundError as exc:
-            raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}") from exc
+        return self._open(table).version()
 
 
 def _schema_from_arrow(name: str, schema: pa.Schema) -> TableSchema:
