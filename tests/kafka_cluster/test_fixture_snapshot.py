@@ -37,7 +37,9 @@ def _broker_classes(broker_id: int) -> dict[str, str]:
     dir_ids = {r["log_dir"]: r["directory_id"] for r in crawl.log_dirs}
     facts = [DirFacts.from_partition_dir(r, dir_ids[r["log_dir"]]) for r in crawl.partition_dirs]
     image = load_metadata(str(METADATA)).image
-    now = datetime.now(timezone.utc)
+    # git checkout stamps every file with the checkout time, so judge ages as of the newest dir in the snapshot,
+    # not the wall clock (a tree checked out an hour ago would otherwise see its -delete dirs as stuck)
+    now = max((f.dir_mtime for f in facts if f.dir_mtime is not None), default=datetime.now(timezone.utc))
     return {f.dir_name: classify(f, image, copies=live_copies(facts), config=DetectConfig(), now=now)[0]
             for f in facts}
 
