@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _PATTERN = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
@@ -25,5 +24,3 @@ def parse_duration_ms(text: str | int) -> int:
     return int(match.group(1)) * _UNITS_MS[match.group(2) or "ms"]
 
 
-def as_timedelta(text: str | int) -> timedelta:
-    return timedelta(milliseconds=parse_duration_ms(text))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -22,7 +22,6 @@ from typing import Any, Protocol
 from pipelines.crawl.backends.registry import backend_for, backend_name
 from pipelines.crawl.rows import (
     LogDirRows,
-    Row,
     RowContext,
     chunk_rows,
     error_row,
@@ -210,13 +209,3 @@ def redacted_config_json(brokers: Sequence[BrokerLike]) -> str:
     )
 
 
-def iter_rows(rows: LogDirRows) -> Iterator[tuple[str, Row]]:
-    """``(table, row)`` pairs of one task's output."""
-    for r in rows.log_dirs:
-        yield "log_dirs", r
-    for r in rows.partition_dirs:
-        yield "partition_dirs", r
-    for r in rows.segment_files:
-        yield "segment_files", r
-    for r in rows.errors:
-        yield "crawl_errors", r

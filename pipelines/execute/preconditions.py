@@ -8,7 +8,6 @@ current assignment. A per-item failure is an :class:`ItemSkipped` reason; nothin
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,5 +110,3 @@ def _topic_id(path: Path) -> str | None:
         return None
 
 
-def same_device(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    return os.stat(a).st_dev == os.stat(b).st_dev

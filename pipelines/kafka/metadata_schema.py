@@ -88,10 +88,6 @@ class FieldSpec:
         object.__setattr__(self, "name", snake_case(self.kafka_name))
         object.__setattr__(self, "json_name", camel_case(self.kafka_name))
 
-    @property
-    def element_type(self) -> str | None:
-        return self.type[2:] if self.type.startswith("[]") else None
-
     def in_version(self, version: int) -> bool:
         return self.versions[0] <= version <= self.versions[1]
 
@@ -115,10 +111,6 @@ class RecordTypeSpec:
     def json_type(self) -> str:
         """``MetadataRecordType`` enum name: ``PartitionRecord`` -> ``PARTITION_RECORD``."""
         return snake_case(self.name).upper()
-
-    def fields_in(self, version: int) -> tuple[FieldSpec, ...]:
-        return tuple(f for f in self.fields if f.in_version(version))
-
 
 def _struct_default(fields: tuple[FieldSpec, ...]) -> Mapping[str, Any]:
     return MappingProxyType({f.name: f.default for f in fields})

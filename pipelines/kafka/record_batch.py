@@ -26,7 +26,6 @@ import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from crc32c import crc32c
 
@@ -106,10 +105,6 @@ class RecordBatch:
     records_count: int
     position: int
     payload: bytes = field(repr=False, compare=False)
-
-    @property
-    def size_in_bytes(self) -> int:
-        return LOG_OVERHEAD + self.batch_length
 
     @property
     def last_offset(self) -> int:
@@ -491,6 +486,3 @@ def encode_batch(
     return bytes(out)
 
 
-def read_file_bytes(path: str | Path) -> bytes:
-    """Whole file as bytes (helper for callers that prefer not to mmap)."""
-    return Path(path).read_bytes()

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from pipelines.kafka.uuid import MIGRATING, Uuid
+from pipelines.kafka.uuid import Uuid
 
 EMPTY_MAP: Mapping = MappingProxyType({})
 
@@ -225,5 +225,3 @@ class MetadataImage:
 EMPTY = MetadataImage()
 
 
-def migrating_dirs(count: int) -> tuple[Uuid, ...]:
-    return (MIGRATING,) * count

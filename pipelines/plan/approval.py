@@ -305,22 +305,6 @@ def set_status(store: TableStore, plan_id: str, to_status: str, *, actor: str, c
                        now=now)
 
 
-def expire_due(store: TableStore, policy: PolicyConfig, *, actor: str = "logdir-gc",
-               now: datetime | None = None) -> list[str]:
-    """Mark proposed/approved plans past their expiry as expired; returns their ids."""
-    clock = now or _now()
-    done = []
-    for record in list_plans(store):
-        if record.status in (PROPOSED, APPROVED) and clock >= rules.expiry_of(record.plan(), policy):
-            try:
-                set_status(store, record.plan_id, EXPIRED, actor=actor, comment="past expiry",
-                           allowed_from=(PROPOSED, APPROVED), now=now)
-            except PolicyViolation:
-                continue
-            done.append(record.plan_id)
-    return done
-
-
 def plan_item_rows(plan: GcPlan) -> list[dict[str, Any]]:
     return [{
         "plan_id": plan.plan_id, "item_id": i.item_id, "cluster": plan.cluster, "broker_id": i.broker_id,

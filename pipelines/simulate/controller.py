@@ -178,9 +178,6 @@ class ControllerLog:
     def partition(self, topic_id: Uuid, partition: int) -> Mapping[str, Any]:
         return self.topics[topic_id].partitions[partition]
 
-    def topic_by_name(self, name: str) -> _Topic | None:
-        return next((t for t in self.topics.values() if t.name == name), None)
-
     def snapshot(self) -> Snapshot:
         """The current state as a full snapshot (``end_offset`` = the next offset)."""
         out: list[Rec] = []

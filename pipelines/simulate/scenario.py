@@ -60,12 +60,6 @@ class LogDirPlan:
     index: int
     directory_id: Uuid
 
-    @property
-    def rel_path(self) -> str:
-        """Path below the output dir: ``broker-<id>/data-<index>``."""
-        return f"broker-{self.broker_id}/data-{self.index}"
-
-
 @dataclass(frozen=True, slots=True)
 class BrokerPlan:
     broker_id: int
