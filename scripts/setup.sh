@@ -26,8 +26,24 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "setup: pip install -e '.[dev]'"
     "$venv/bin/python" -m pip install --quiet -e ".[dev]"
     touch "$stamp"
+fi
+
+# The C speed-ups (setup.py): rebuilt in place when a source is newer than its module, or the module is missing.
+native_stale() {
+    [ setup.py -nt "$stamp" ] && return 0
+    local src built
+    for src in $(find pipelines -name '_native_*.c'); do
+        built="$(ls "${src%.c}".*.so 2>/dev/null | head -1)"
+        if [ -z "$built" ] || [ "$src" -nt "$built" ]; then return 0; fi
+    done
+    return 1
+}
+if native_stale; then
+    echo "setup: building the C speed-ups (pip install -e . --no-deps)"
+    "$venv/bin/python" -m pip install --quiet -e . --no-deps
+    touch "$stamp"
 else
-    echo "setup: .venv up to date with pyproject.toml"
+    echo "setup: .venv up to date"
 fi
 
 if [ "${SKIP_JARS:-0}" = "1" ]; then
