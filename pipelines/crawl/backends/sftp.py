@@ -40,6 +40,7 @@ from pipelines.crawl.listing import (
     ListingError,
     error_class_for_reason,
 )
+from pipelines.crawl.tar_stream import read_small_files
 from pipelines.errors import PipelinesError
 
 SCHEMES: tuple[str, ...] = ("sftp", "ssh")
@@ -71,6 +72,8 @@ def remote_command(root: str) -> str:
 def _mtime_ns(text: str) -> int:
     """``%T@`` (``1700000000.1234567890``) to integer nanoseconds without float rounding."""
     whole, _, frac = text.partition(".")
+    if len(frac) >= 9 and whole.isdigit():  # GNU find's usual form: ten fractional digits
+        return int(whole + frac[:9])
     sign = -1 if whole.startswith("-") else 1
     return int(whole) * 1_000_000_000 + sign * int((frac + "000000000")[:9])
 
@@ -78,22 +81,14 @@ def _mtime_ns(text: str) -> int:
 def parse_output(root: str, stdout: bytes, stderr: str) -> Listing:
     """Turn the command's output into a Listing (pure; tested without SSH)."""
     listing = Listing(root=root)
-    pos = 0
-    while True:
-        end = stdout.find(b"\0", pos)
-        if end < 0:
-            raise OSError(f"truncated listing from remote find under {root}")
-        record = stdout[pos:end]
-        pos = end + 1
-        if not record:
-            break
-        link, type_char, size, mtime, rel = record.decode("utf-8", "surrogateescape").split("\t", 4)
-        kind = _KINDS.get(type_char, "other")
-        if type_char == "l":  # under -L only a broken (or looping) link is still a link
-            listing.errors.append(ListingError(rel, "list", "FileNotFoundError", BROKEN_LINK))
-            listing.add(ListedEntry(rel, "other", 0, 0, True))
-            continue
-        listing.add(ListedEntry(rel, kind, int(size) if kind == "file" else 0, _mtime_ns(mtime), link == "1"))
+    end = stdout.find(b"\0\0") if not stdout.startswith(b"\0") else -1
+    if stdout.startswith(b"\0"):
+        pos = 1  # nothing listed: the end marker comes first
+    elif end < 0:
+        raise OSError(f"truncated listing from remote find under {root}")
+    else:
+        _add_records(listing, stdout[:end].decode("utf-8", "surrogateescape").split("\0"))
+        pos = end + 2
     end = stdout.find(b"\0", pos)
     stat_text = stdout[pos:end if end >= 0 else len(stdout)].decode("ascii", "replace").split()
     if len(stat_text) == 4 and all(t.isdigit() for t in stat_text):
@@ -106,8 +101,26 @@ def parse_output(root: str, stdout: bytes, stderr: str) -> Listing:
     return listing
 
 
+def _add_records(listing: Listing, records: list[str]) -> None:
+    """One ``<link>\\t%y\\t%s\\t%T@\\t%P`` record a listed entry; this loop runs once per remote file."""
+    entries = listing.entries
+    for record in records:
+        link, type_char, size, mtime, rel = record.split("\t", 4)
+        if type_char == "f":
+            entries[rel] = ListedEntry(rel, "file", int(size), _mtime_ns(mtime), link == "1")
+        elif type_char == "l":  # under -L only a broken (or looping) link is still a link
+            listing.errors.append(ListingError(rel, "list", "FileNotFoundError", BROKEN_LINK))
+            entries[rel] = ListedEntry(rel, "other", 0, 0, True)
+        else:
+            entries[rel] = ListedEntry(rel, _KINDS.get(type_char, "other"), 0, _mtime_ns(mtime), link == "1")
+
+
 def _read_tar(listing: Listing, data: bytes) -> None:
-    try:
+    files = read_small_files(data)
+    if files is not None:
+        listing.contents.update(files)
+        return
+    try:  # a header the fast reader does not handle: the standard library's reader
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
             for member in tar:
                 name = member.name.removeprefix("./")
