@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -91,3 +92,28 @@ def test_ssh_options_merge_url_and_config() -> None:
     assert ssh_target("sftp://h/x", {"port": 22022}).port == 22022
     with pytest.raises(ConfigError, match="unknown sftp storage option"):
         ssh_target("sftp://h/x", {"hostname": "typo"})
+
+
+def test_sftp_command_without_gzip_sends_the_plain_stream(cluster: dict[str, Path], tmp_path: Path) -> None:
+    """A host without gzip: the same listing, uncompressed; with gzip the stream is compressed."""
+    root = cluster["b1-d0"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("find", "tar", "stat", "cat"):
+        os.symlink(shutil.which(tool), bin_dir / tool)
+    command = sftp.remote_command(str(root))
+    plain = subprocess.run(["/bin/sh", "-c", command], capture_output=True, env={"PATH": str(bin_dir)}, check=True)
+    packed = subprocess.run(["/bin/sh", "-c", command], capture_output=True, check=True)
+    assert plain.stdout.startswith(b"0\t") and packed.stdout.startswith(b"\x1f\x8b")
+    a = sftp.parse_output(str(root), plain.stdout, "")
+    b = sftp.parse_output(str(root), packed.stdout, "")
+    assert a.entries == b.entries and a.contents == b.contents and a.contents
+
+
+def test_sftp_cut_gzip_stream_reports_the_truncated_listing(cluster: dict[str, Path]) -> None:
+    root = cluster["b1-d0"]
+    packed = subprocess.run(["sh", "-c", sftp.remote_command(str(root))], capture_output=True, check=True).stdout
+    with pytest.raises(OSError, match="truncated listing"):
+        sftp.parse_output(str(root), packed[:40], "")
+    with pytest.raises(OSError, match="corrupt gzip stream"):
+        sftp.parse_output(str(root), packed[:20] + b"\xff" * 40, "")
