@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pipelines.kafka.checkpoints import LEADER_EPOCH, ROOT_CHECKPOINTS
+from pipelines.kafka.dir_summary import DirSummary
 from pipelines.kafka.partition_metadata import FILE_NAME as PARTITION_METADATA
 from pipelines.kafka.root_files import CLEAN_SHUTDOWN, META_PROPERTIES, QUORUM_STATE
 
@@ -80,6 +81,9 @@ class Listing:
         totals: filesystem totals, when the backend could get them.
         closers: called by ``close()`` once the scan is done (SSH connections).
         descended: False when the backend listed the root only (``fanout_above`` exceeded, or ``only`` given).
+        summaries: directories the backend summed up while listing them (``summarize=True``, compiled lister), by
+            ``rel``: ``entries`` then holds only their ``summary.others`` (no segment files), and the scan takes
+            the summary instead of listing them.
     """
 
     root: str
@@ -92,6 +96,7 @@ class Listing:
     totals: FsTotals | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     descended: bool = True
+    summaries: dict[str, DirSummary] = field(default_factory=dict)
 
     def close(self) -> None:
         """Release what the reader holds (an SSH connection); safe to call twice."""
@@ -112,6 +117,7 @@ class Listing:
         self.contents = {r: c for r, c in self.contents.items() if keep(r)}
         self.read_errors = {r: c for r, c in self.read_errors.items() if keep(r)}
         self.failed_dirs = {r: c for r, c in self.failed_dirs.items() if keep(r) and (r in dirs or "/" in r)}
+        self.summaries = {r: s for r, s in self.summaries.items() if r in dirs}
         self.errors = [
             e for e in self.errors if keep(e.rel) and ("/" in e.rel or e.rel in dirs or self._is_root_file(e.rel))
         ]

@@ -12,6 +12,7 @@ import errno
 import os
 
 from pipelines.crawl.listing import Listing
+from pipelines.kafka.dir_summary import DirSummary
 from pipelines.kafka.listing import FileEntry
 
 
@@ -53,12 +54,22 @@ class ListingLister:
         failed = self.listing.failed_dirs.get(rel)
         if failed is not None:
             raise failed
+        if rel in self.listing.summaries:  # only its non-segment entries were kept
+            raise OSError(errno.EOPNOTSUPP, "summarized while listed: no per-file entries", path)
         kids = self._children.get(rel)
         if kids is None:
             if rel in self.listing.entries:
                 raise NotADirectoryError(path)
             raise FileNotFoundError(errno.ENOENT, "not listed", path)
         return kids
+
+    def dir_summary(self, path: str) -> DirSummary | None:
+        """The summary the backend made while listing ``path``, or None (then ``list_dir`` has its entries)."""
+        rel = self._rel(path)
+        failed = self.listing.failed_dirs.get(rel)
+        if failed is not None:
+            raise failed
+        return self.listing.summaries.get(rel)
 
     def read_bytes(self, path: str) -> bytes:
         rel = self._rel(path)

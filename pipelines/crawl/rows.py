@@ -93,11 +93,13 @@ def log_dir_failed(ctx: RowContext, exc: BaseException, stage: str = "list") -> 
 
 
 def scan_listing(
-    listing: Listing, *, visible_dirs: frozenset[str] | None = None
+    listing: Listing, *, visible_dirs: frozenset[str] | None = None, keep_entries: bool = True
 ) -> tuple[LogDirInventory, dict[str, OSError]]:
-    """Run ``scan_log_dir`` over the listing; returns the inventory and the reads that failed, by ``rel``."""
+    """Run ``scan_log_dir`` over the listing; returns the inventory and the reads that failed, by ``rel``.
+
+    ``keep_entries`` False: no per-file entries in the inventory (the listing may hold summaries instead)."""
     lister = ListingLister(listing, visible_dirs=visible_dirs)
-    inventory = scan_log_dir(listing.root, lister=lister)
+    inventory = scan_log_dir(listing.root, lister=lister, keep_entries=keep_entries)
     return inventory, lister.failed_reads
 
 
@@ -196,7 +198,7 @@ def io_error_rows(ctx: RowContext, listing: Listing, failed_reads: dict[str, OSE
 
 def rows_for_listing(ctx: RowContext, listing: Listing, *, include_segments: bool = False) -> LogDirRows:
     """Every row of one fully listed log dir."""
-    inventory, failed = scan_listing(listing)
+    inventory, failed = scan_listing(listing, keep_entries=include_segments)
     out = LogDirRows()
     for d in inventory.partition_dirs:
         out.partition_dirs.append(partition_dir_row(ctx, listing.root, d))
@@ -214,7 +216,7 @@ def root_rows(ctx: RowContext, listing: Listing) -> LogDirRows:
     ``listing`` has every root entry but no directory contents: the scan sees the partition dirs as empty, which
     is enough for root-level checks (names, duplicates, checkpoint cross-checks); their rows come from chunks.
     """
-    inventory, failed = scan_listing(listing)
+    inventory, failed = scan_listing(listing, keep_entries=False)
     out = LogDirRows(log_dirs=[log_dir_row(ctx, listing, inventory, 0)])
     out.errors = io_error_rows(ctx, listing, failed, root_level=True, dirs=frozenset())
     out.errors += _decode_errors(ctx, listing, inventory.problems)
@@ -225,7 +227,7 @@ def chunk_rows(
     ctx: RowContext, listing: Listing, dirs: frozenset[str], *, include_segments: bool = False
 ) -> LogDirRows:
     """Fan-out, later tasks: rows of the partition dirs in ``dirs`` (listing descended into exactly those)."""
-    inventory, failed = scan_listing(listing, visible_dirs=dirs)
+    inventory, failed = scan_listing(listing, visible_dirs=dirs, keep_entries=include_segments)
     out = LogDirRows()
     for d in inventory.partition_dirs:
         out.partition_dirs.append(partition_dir_row(ctx, listing.root, d))

@@ -36,6 +36,8 @@ from pipelines.kafka.gc_pause import gc_paused
 DEFAULT_FANOUT_DIRS = 2000
 #: Backends that can list a subset of partition dirs cheaply (SFTP lists a log dir in one command instead).
 FANOUT_BACKENDS = frozenset({"local", "file", "generic"})
+SUMMARIZING_BACKENDS = frozenset({"local", "file"})
+"""Backends whose ``list_log_dir`` takes ``summarize=True`` (the compiled lister sums partition dirs up)."""
 
 
 def storage_errors() -> tuple[type[BaseException], ...]:
@@ -98,6 +100,11 @@ def jobs_for(brokers: Sequence[BrokerLike], *, run_id: str, cluster: str) -> lis
     return jobs
 
 
+def _summarize(log_dir: str, include_segments: bool) -> dict[str, bool]:
+    """Ask the backends that can for partition-dir summaries instead of per-file entries (no segment rows)."""
+    return {"summarize": True} if not include_segments and backend_name(log_dir) in SUMMARIZING_BACKENDS else {}
+
+
 def root_task(
     job: LogDirJob, crawled_at: datetime, *, include_segments: bool, fanout_dirs: int | None
 ) -> tuple[LogDirRows, list[Chunk]]:
@@ -114,7 +121,10 @@ def _root_task(
     list_log_dir = backend_for(job.log_dir)
     can_fan_out = fanout_dirs is not None and backend_name(job.log_dir) in FANOUT_BACKENDS
     try:
-        listing = list_log_dir(job.log_dir, job.storage_options, fanout_above=fanout_dirs if can_fan_out else None)
+        listing = list_log_dir(
+            job.log_dir, job.storage_options, fanout_above=fanout_dirs if can_fan_out else None,
+            **_summarize(job.log_dir, include_segments),
+        )  # fmt: skip
     except storage_errors() as exc:
         return log_dir_failed(ctx, exc), []
     try:
@@ -139,7 +149,9 @@ def _chunk_task(chunk: Chunk, *, include_segments: bool) -> LogDirRows:
     ctx = job.ctx(chunk.crawled_at)
     dirs = frozenset(chunk.dirs)
     try:
-        listing = backend_for(job.log_dir)(job.log_dir, job.storage_options, only=dirs)
+        listing = backend_for(job.log_dir)(
+            job.log_dir, job.storage_options, only=dirs, **_summarize(job.log_dir, include_segments)
+        )
     except storage_errors() as exc:
         out = log_dir_failed(ctx, exc)
         out.errors[0]["reason"] += f" (fan-out chunk of {len(dirs)} partition dirs)"

@@ -10,9 +10,8 @@ Raises only when the root itself cannot be listed (``OSError``: missing, not a d
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -29,6 +28,8 @@ from pipelines.kafka.checkpoints import (
     read_leader_epoch_checkpoint,
     read_offset_checkpoint,
 )
+from pipelines.kafka.dir_summary import DirSummary, summarize_entries
+from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
 from pipelines.kafka.listing import FileEntry, Lister, lister_for
 from pipelines.kafka.meta_properties import MetaProperties, read_meta_properties
 from pipelines.kafka.partition_metadata import FILE_NAME as PARTITION_METADATA
@@ -55,7 +56,7 @@ from pipelines.kafka.root_files import (
     read_clean_shutdown,
     read_quorum_state,
 )
-from pipelines.kafka.segment_files import INDEX_SUFFIXES, FileName, classify_file
+from pipelines.kafka.segment_files import FileName, classify_file
 from pipelines.kafka.uuid import METADATA_TOPIC_ID
 
 CROSS_CHECKED = (RECOVERY_POINT, LOG_START_OFFSET, REPLICATION_OFFSET)
@@ -144,24 +145,6 @@ class LogDirInventory:
 # -- fingerprint ----------------------------------------------------------------------------------
 
 
-def fingerprint_entries(entries: Iterable[tuple[str, int, int]]) -> str:
-    """sha256 (hex) over the sorted ``(name, size, mtime)`` triples of a directory's entries.
-
-    The crawl and the executor both call this; feed it ``fingerprint_triples(listing)`` so both sides agree on
-    what a subdirectory contributes. Times count in whole seconds: SFTP reports seconds, a local stat
-    nanoseconds, and a plan crawled over SFTP must verify against the broker's local disk.
-    """
-    text = "".join(
-        [f"{name}\0{int(size)}\0{int(mtime_ns) // 1_000_000_000}\n" for name, size, mtime_ns in sorted(entries)]
-    )
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def fingerprint_triples(entries: Iterable[FileEntry]) -> list[tuple[str, int, int]]:
-    """Files as ``(name, size, mtime_ns)``; subdirectories as ``(name + "/", 0, mtime_ns)``."""
-    return [(e.name + "/", 0, e.mtime_ns) if e.is_dir else (e.name, e.size, e.mtime_ns) for e in entries]
-
-
 def fingerprint_dir(path: str, storage_options: dict[str, Any] | None = None, *, fs: Any = None) -> str:
     """List ``path`` (one listing) and fingerprint it. Raises ``OSError`` when it cannot be listed."""
     lister, native = lister_for(path, storage_options, fs)
@@ -183,7 +166,18 @@ def _read(lister: Lister, path: str, problems: list[Problem], what: str) -> byte
         return None
 
 
-def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> PartitionDirInventory:
+def _summary(lister: Lister, path: str, keep_entries: bool) -> tuple[DirSummary, tuple[FileEntry, ...]]:
+    """The dir's summary, from the lister when it summed the dir up while listing (then no per-file entries)."""
+    if not keep_entries:
+        summarized = getattr(lister, "dir_summary", None)
+        summary = summarized(path) if summarized is not None else None
+        if summary is not None:
+            return summary, ()
+    entries = tuple(lister.list_dir(path))
+    return summarize_entries(entries), entries if keep_entries else ()
+
+
+def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry, keep_entries: bool) -> PartitionDirInventory:
     parsed = parse_partition_dir_name(entry.name)
     problems: list[Problem] = []
     if not parsed.parsed:
@@ -193,7 +187,7 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
     if parsed.topic_may_be_truncated:
         problems.append(Problem("info", "topic_may_be_truncated", "name is 255 chars: the topic may be cut", path))
     try:
-        entries = tuple(lister.list_dir(path))
+        summary, entries = _summary(lister, path, keep_entries)
     except OSError as exc:
         problems.append(Problem("error", "dir_unreadable", f"{type(exc).__name__}: {exc}", path))
         return PartitionDirInventory(
@@ -201,58 +195,34 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
             parsed.topic_may_be_truncated, None, "unreadable", 0, 0, 0, 0, 0, None, None, None, None,
             _ms(entry.mtime_ns), "", problems=tuple(problems),
         )  # fmt: skip
-    n_files = log_bytes = index_bytes = total_bytes = 0
-    log_offsets: list[int] = []
-    index_offsets: set[int] = set()
+    transient = summary.transient
     unknown: list[str] = []
-    transient: list[str] = []
     tmp_problems: list[Problem] = []
     present: set[str] = set()  # names of the files with fixed names (partition.metadata, ...)
-    oldest = newest = 0
-    for e in entries:  # one pass: this loop runs once per file of every partition dir of a crawl
+    for e in summary.others:  # subdirectories and files that are not segment files, in listing order
         if e.is_dir:
             problems.append(Problem("warning", "subdirectory", f"unexpected subdirectory {e.name!r}", path))
             continue
-        n_files += 1
-        total_bytes += e.size
-        mtime = e.mtime_ns
-        if mtime > 0:
-            if not oldest or mtime < oldest:
-                oldest = mtime
-            if mtime > newest:
-                newest = mtime
-        fn = classify_file(e.name)
-        kind = fn.kind
-        if kind == "segment":
-            if fn.state:
-                transient.append(e.name)
-            elif fn.suffix == ".log":
-                log_bytes += e.size
-                log_offsets.append(fn.base_offset or 0)
-            elif fn.suffix in INDEX_SUFFIXES:
-                index_bytes += e.size
-                index_offsets.add(fn.base_offset or 0)
-        elif kind == "unknown":
+        kind = classify_file(e.name).kind
+        if kind == "unknown":
             unknown.append(e.name)
         elif kind == "tmp":
             tmp_problems.append(Problem("warning", "tmp_leftover", f"interrupted atomic write: {e.name}", path))
         elif kind == "raft_snapshot_partial" or kind == "raft_snapshot_deleted":
-            transient.append(e.name)
+            transient += 1
         else:
             present.add(e.name)
     problems.extend(tmp_problems)
     if transient:
-        problems.append(
-            Problem("info", "transient_files", f"{len(transient)} .deleted/.cleaned/.swap/.part file(s)", path)
-        )
+        problems.append(Problem("info", "transient_files", f"{transient} .deleted/.cleaned/.swap/.part file(s)", path))
     if unknown:
         problems.append(Problem("info", "unknown_files", f"unknown file(s): {', '.join(sorted(unknown)[:10])}", path))
-    orphans = index_offsets.difference(log_offsets)
-    if orphans:
+    if summary.orphan_index_sets:
         problems.append(
-            Problem("info", "index_without_log", f"{len(orphans)} index file set(s) without their .log", path)
-        )
-    if not log_offsets and not index_offsets and parsed.kind != "unparseable":
+            Problem("info", "index_without_log", f"{summary.orphan_index_sets} index file set(s) without their .log",
+                    path)
+        )  # fmt: skip
+    if not summary.segment_count and not summary.index_sets and parsed.kind != "unparseable":
         problems.append(Problem("info", "no_segment_files", "no segment files", path))
 
     topic_id: str | None = None
@@ -309,17 +279,17 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry) -> Partitio
         topic_may_be_truncated=parsed.topic_may_be_truncated,
         topic_id=topic_id,
         partition_metadata_status=pm_status,
-        files=n_files,
-        bytes=total_bytes,
-        log_bytes=log_bytes,
-        index_bytes=index_bytes,
-        segment_count=len(log_offsets),
-        min_base_offset=min(log_offsets) if log_offsets else None,
-        max_base_offset=max(log_offsets) if log_offsets else None,
-        oldest_mtime_ms=_ms(oldest) if oldest else None,
-        newest_mtime_ms=_ms(newest) if newest else None,
+        files=summary.files,
+        bytes=summary.bytes,
+        log_bytes=summary.log_bytes,
+        index_bytes=summary.index_bytes,
+        segment_count=summary.segment_count,
+        min_base_offset=summary.min_base_offset,
+        max_base_offset=summary.max_base_offset,
+        oldest_mtime_ms=_ms(summary.oldest_ns) if summary.oldest_ns else None,
+        newest_mtime_ms=_ms(summary.newest_ns) if summary.newest_ns else None,
         dir_mtime_ms=_ms(entry.mtime_ns),
-        fingerprint=fingerprint_entries(fingerprint_triples(entries)),
+        fingerprint=summary.fingerprint,
         entries=entries,
         leader_epochs=epochs,
         quorum_state=quorum,
@@ -381,11 +351,18 @@ def _duplicates(dirs: list[PartitionDirInventory]) -> list[Problem]:
 
 
 def scan_log_dir(
-    url_or_path: str, storage_options: dict[str, Any] | None = None, *, fs: Any = None, lister: Lister | None = None
+    url_or_path: str,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    fs: Any = None,
+    lister: Lister | None = None,
+    keep_entries: bool = True,
 ) -> LogDirInventory:
     """Inventory one log dir (a local path, ``file://`` URL, or any fsspec URL / filesystem).
 
-    ``lister`` given: ``url_or_path`` is the root as that lister names it (the crawl's pre-listed data).
+    ``lister`` given: ``url_or_path`` is the root as that lister names it (the crawl's pre-listed data); a lister
+    with a ``dir_summary(path) -> DirSummary | None`` method may hand over partition dirs it summed up itself.
+    ``keep_entries``: False leaves ``PartitionDirInventory.entries`` empty (nobody asked for per-file detail).
 
     Raises:
         OSError: the root cannot be listed. Nothing below the root raises.
@@ -452,7 +429,7 @@ def scan_log_dir(
             problems.append(Problem("warning", "hidden_dir", f"hidden directory {e.name!r}", path))
         if e.is_symlink:
             problems.append(Problem("warning", "symlinked_dir", f"{e.name!r} is a symbolic link", path))
-        dirs.append(_scan_partition_dir(lister, path, e))
+        dirs.append(_scan_partition_dir(lister, path, e, keep_entries))
     for e in (f for f in files.values() if f.is_symlink):
         problems.append(Problem("info", "symlinked_file", f"{e.name!r} is a symbolic link", lister.join(root, e.name)))
 

@@ -118,9 +118,20 @@ def test_fanned_out_crawl_gives_the_same_rows(brokers: list[Broker], cluster: di
             assert _canon(getattr(split, table)) == _canon(getattr(whole, table)), (fanout, table)
 
 
-def test_local_listing_uses_one_scandir_per_directory(brokers: list[Broker], cluster: dict[str, Path],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """A spy (calls pass through to the real os functions) counts directory listings and per-file stats."""
+@pytest.mark.parametrize("compiled", [False, True], ids=["pure", "compiled"])
+def test_local_listing_uses_one_scandir_per_directory(
+    brokers: list[Broker], cluster: dict[str, Path], monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """A spy (calls pass through to the real os functions) counts directory listings and per-file stats.
+
+    With the compiled lister, partition dirs are listed in C (opendir/readdir + one fstatat each): Python lists the
+    root only."""
+    from pipelines.crawl.backends import local
+
+    if compiled and local._native is None:
+        pytest.skip("the compiled lister is not built (or KLGC_PURE_PYTHON is set)")
+    if not compiled:
+        monkeypatch.setattr(local, "_native", None)
     root = cluster["b2-d0"]
     dirs = [p for p in root.iterdir() if p.is_dir()]
     calls: list[str] = []
@@ -138,4 +149,4 @@ def test_local_listing_uses_one_scandir_per_directory(brokers: list[Broker], clu
     monkeypatch.setattr(os, "stat", stat)
     crawl_local(brokers[1:], run_id="r", cluster="c")
     monkeypatch.undo()
-    assert sorted(calls) == sorted([str(root)] + [str(d) for d in dirs])
+    assert sorted(calls) == sorted([str(root)] + ([] if compiled else [str(d) for d in dirs]))

@@ -12,10 +12,25 @@ import os
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from pipelines.crawl.listing import BROKEN_LINK, FsTotals, ListedEntry, Listing, ListingError
-from pipelines.kafka.listing import read_regular_file
+from pipelines.crawl.listing import (
+    BROKEN_LINK,
+    PARTITION_SMALL_FILES,
+    SMALL_FILE_LIMIT,
+    FsTotals,
+    ListedEntry,
+    Listing,
+    ListingError,
+)
+from pipelines.kafka.dir_summary import SEGMENT_TAIL_CODES, DirSummary
+from pipelines.kafka.fingerprint import fingerprint_of_text
+from pipelines.kafka.listing import FileEntry, read_regular_file
+from pipelines.native import load
 
 SCHEMES: tuple[str, ...] = ("", "file", "local")
+
+_native = load("pipelines.crawl._native_dirscan")
+_KINDS = ("file", "directory", "other")  # the compiled lister's kind codes
+_READS = tuple(name.encode() for name in PARTITION_SMALL_FILES)
 
 
 def local_path(url: str) -> str:
@@ -27,10 +42,12 @@ def local_path(url: str) -> str:
     return os.path.abspath(url)
 
 
-def _odd_entry(listing: Listing, rel: str, dirent: os.DirEntry[str], exc: OSError) -> ListedEntry:
-    """An entry whose stat failed: a broken link, a vanished file, or an error; reported once."""
+def _odd_entry(listing: Listing, rel: str, dirent: os.DirEntry[str] | bool, exc: OSError) -> ListedEntry:
+    """An entry whose stat failed: a broken link, a vanished file, or an error; reported once.
+
+    ``dirent``: the entry, or (compiled lister) whether it is a symbolic link."""
     if isinstance(exc, FileNotFoundError):
-        if dirent.is_symlink():
+        if dirent if isinstance(dirent, bool) else dirent.is_symlink():
             listing.errors.append(ListingError(rel, "list", "FileNotFoundError", BROKEN_LINK))
             return ListedEntry(rel, "other", 0, 0, True)
         # vanished between readdir and stat
@@ -66,10 +83,46 @@ def _scan(listing: Listing, path: str, prefix: str) -> list[ListedEntry]:
         with os.scandir(path) as it:
             return _entries(listing, it, prefix)
     except OSError as exc:
-        rel = prefix.rstrip("/")
-        listing.errors.append(ListingError(rel, "list", type(exc).__name__, str(exc.strerror or exc)))
-        listing.failed_dirs[rel] = exc
+        _failed_dir(listing, prefix.rstrip("/"), exc)
         return []
+
+
+def _failed_dir(listing: Listing, rel: str, exc: OSError) -> None:
+    listing.errors.append(ListingError(rel, "list", type(exc).__name__, str(exc.strerror or exc)))
+    listing.failed_dirs[rel] = exc
+
+
+def _summarize(listing: Listing, path: str, rel: str) -> bool:
+    """List and sum up one partition dir with the compiled lister; False when it must be listed in Python.
+
+    Keeps in ``listing`` what ``_scan`` would have kept, less the segment files' entries: the summary, the
+    other entries, their listing errors (in listing order) and the small files read on the way.
+    """
+    assert _native is not None
+    try:
+        got = _native.scan_dir(path, SEGMENT_TAIL_CODES, _READS, SMALL_FILE_LIMIT)
+    except OSError as exc:
+        _failed_dir(listing, rel, exc)
+        return True
+    if got is None:
+        return False
+    files, size, log_b, index_b, n_logs, lo, hi, index_sets, orphans, transient, oldest, newest, text, others, \
+        errors, contents = got  # fmt: skip
+    prefix = rel + "/"
+    for name, err, islink in errors:
+        _odd_entry(listing, prefix + name, bool(islink), OSError(err, os.strerror(err)))
+    entries = listing.entries
+    kept = []
+    for name, kind, fsize, mtime, islink in others:
+        entries[prefix + name] = ListedEntry(prefix + name, _KINDS[kind], fsize, mtime, bool(islink))
+        kept.append(FileEntry(name, fsize, mtime, kind == 1, bool(islink)))
+    for name, data in contents.items():
+        listing.contents[prefix + name] = data
+    listing.summaries[rel] = DirSummary(
+        files, size, log_b, index_b, n_logs, lo, hi, index_sets, orphans, transient, oldest, newest,
+        fingerprint_of_text(text), tuple(kept),
+    )  # fmt: skip
+    return True
 
 
 def statvfs_totals(path: str) -> FsTotals | None:
@@ -86,6 +139,7 @@ def list_log_dir(
     *,
     only: Collection[str] | None = None,
     fanout_above: int | None = None,
+    summarize: bool = False,
 ) -> Listing:
     """List a local log dir.
 
@@ -93,6 +147,8 @@ def list_log_dir(
         url: a plain path or ``file://`` URL.
         only: when given, only these root directories are descended into (fan-out); every root entry is listed.
         fanout_above: with more root directories than this, descend into none (``listing.descended`` is False).
+        summarize: sum the root directories up while listing them (``listing.summaries``) when the compiled
+            lister is built; their segment files then have no entries (for a scan without per-file detail).
 
     Raises:
         OSError: the log dir itself cannot be listed (the caller turns it into one crawl error).
@@ -110,6 +166,8 @@ def list_log_dir(
     for entry in top:
         entries[entry.rel] = entry
         if entry.kind == "directory" and (wanted is None or entry.rel in wanted):
+            if summarize and _native is not None and _summarize(listing, f"{root}/{entry.rel}", entry.rel):
+                continue
             for child in _scan(listing, f"{root}/{entry.rel}", entry.rel + "/"):
                 entries[child.rel] = child
     listing.totals = statvfs_totals(root)
