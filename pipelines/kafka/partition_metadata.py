@@ -83,12 +83,26 @@ def _split(line: str | None, key: str, line_no: int, strict: bool, problems: lis
     return parts[1]
 
 
+_CANONICAL_HEAD = b"version: 0\ntopic_id: "
+_CANONICAL_LEN = len(_CANONICAL_HEAD) + 22
+
+
 def read_partition_metadata(data: bytes | str, *, strict: bool = False) -> PartitionMetadata:
     """Parse the file's content.
 
     Raises:
         EmptyPartitionMetadata, MalformedPartitionMetadataLine, ZeroTopicId, InvalidTopicId: see the classes.
     """
+    if isinstance(data, bytes) and len(data) == _CANONICAL_LEN and data.startswith(_CANONICAL_HEAD):
+        # What Kafka writes (a crawl reads one per partition dir): skip the line rules when the id is a valid,
+        # non-zero 22-character Uuid; anything else takes the general path below for its exact error.
+        try:
+            topic_id = Uuid.from_string(data[len(_CANONICAL_HEAD) :].decode("ascii"))
+        except (UnicodeDecodeError, DecodeError):
+            pass
+        else:
+            if topic_id != ZERO:
+                return PartitionMetadata(CURRENT_VERSION, topic_id)
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")

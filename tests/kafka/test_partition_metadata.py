@@ -112,3 +112,27 @@ def test_round_trip(raw: bytes) -> None:
             read_partition_metadata(write_partition_metadata(uid))
         return
     assert read_partition_metadata(write_partition_metadata(uid)).topic_id == uid
+
+
+def _outcome(data: bytes | str) -> object:
+    try:
+        return read_partition_metadata(data)
+    except DecodeError as exc:
+        return (type(exc), str(exc), exc.offset)
+
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+@given(
+    st.one_of(
+        st.text(st.sampled_from(_B64URL), min_size=22, max_size=22),  # valid (or the zero id, or odd pad bits)
+        st.just("A" * 22),
+        st.text(st.sampled_from(_B64URL + "=+/ \n\r:\u00e9\x00"), min_size=20, max_size=24),
+    )
+)
+def test_canonical_fast_path_equals_the_line_rules(id_text: str) -> None:
+    """Files shaped like Kafka's (``version: 0\\ntopic_id: `` + 22 chars) skip the line rules; a str input never
+    takes that shortcut, so it is the reference (the bytes are UTF-8 here, so both decode alike)."""
+    data = f"version: 0\ntopic_id: {id_text}".encode()
+    assert _outcome(data) == _outcome(data.decode())
