@@ -15,9 +15,9 @@
  * Raises OSError (filename = path) when the directory cannot be opened or read, like os.scandir.
  * Otherwise returns (files, bytes, log_bytes, index_bytes, log_count, log_min, log_max, index_sets, orphan_sets,
  * transient, oldest_ns, newest_ns, fingerprint_text, others, errors, contents) where
- *   others:   [(name, kind, size, mtime_ns, islink)] for every entry that is not segment-shaped (kind 0 file,
+ *   others:   [(name, kind, size, mtime_ns, islink: bool)] for every entry that is not segment-shaped (kind 0 file,
  *             1 directory, 2 other), in listing order;
- *   errors:   [(name, errno, islink)] for entries whose stat failed (listed as kind 2, size 0, mtime 0);
+ *   errors:   [(name, errno, islink: bool)] for entries whose stat failed (listed as kind 2, size 0, mtime 0);
  *   contents: {name: bytes} for the `reads` files read here.
  */
 #define PY_SSIZE_T_CLEAN
@@ -38,8 +38,8 @@ enum { KIND_FILE = 0, KIND_DIR = 1, KIND_OTHER = 2 };
 #define MAX_TAILS 64
 
 typedef struct {
-    char *key;       /* name, plus "/" for directories (the fingerprint's sort key), NUL-terminated */
-    size_t key_len;
+    const char *key; /* name, plus "/" for directories (the fingerprint's sort key); set once keys stop moving */
+    size_t key_off, key_len; /* where in Work.keys */
     long long size;
     long long mtime_s; /* whole seconds (floor), what the fingerprint counts */
 } FpItem;
@@ -55,6 +55,8 @@ typedef struct {
 typedef struct {
     FpItem *items;
     size_t n, cap;
+    char *keys; /* every key, back to back */
+    size_t keys_len, keys_cap;
     long long *logs, *idx;
     size_t n_logs, cap_logs, n_idx, cap_idx;
 } Work;
@@ -72,10 +74,16 @@ static int push_ll(long long **arr, size_t *n, size_t *cap, long long v) {
 }
 
 static void work_free(Work *w) {
-    for (size_t i = 0; i < w->n; i++) free(w->items[i].key);
+    free(w->keys);
     free(w->items);
     free(w->logs);
     free(w->idx);
+}
+
+static int is_ascii(const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] & 0x80) return 0;
+    return 1;
 }
 
 static int cmp_item(const void *a, const void *b) {
@@ -144,25 +152,17 @@ static PyObject *read_small(int dfd, const char *name, long long limit) {
     struct stat st;
     PyObject *out = NULL;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= limit) {
-        size_t want = (size_t)st.st_size + 1, got = 0;
+        /* one read of size + 1: a short read of a regular file is its end (as read_regular_file); a full one
+           means it grew since the fstat, and Python reads it */
+        size_t want = (size_t)st.st_size + 1;
         char *buf = malloc(want);
         if (buf) {
-            for (;;) {
-                ssize_t r = read(fd, buf + got, want - got);
-                if (r < 0) {
-                    if (errno == EINTR) continue;
-                    got = (size_t)-1;
-                    break;
-                }
-                if (r == 0) break;
-                got += (size_t)r;
-                if (got == want) { /* grew since the fstat: let Python read it */
-                    got = (size_t)-1;
-                    break;
-                }
-            }
-            if (got != (size_t)-1) {
-                out = PyBytes_FromStringAndSize(buf, (Py_ssize_t)got);
+            ssize_t got;
+            do {
+                got = read(fd, buf, want);
+            } while (got < 0 && errno == EINTR);
+            if (got >= 0 && (size_t)got < want) {
+                out = PyBytes_FromStringAndSize(buf, got);
                 if (!out) PyErr_Clear();
             }
             free(buf);
@@ -207,13 +207,15 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
         const char *name = de->d_name;
         if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
         size_t len = strlen(name);
-        PyObject *check = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, NULL); /* strict: else Python's order */
-        if (!check) {
-            PyErr_Clear();
-            fallback = 1;
-            goto done;
+        if (!is_ascii(name, len)) { /* strict UTF-8, else Python's order (surrogate escapes) differs from bytes */
+            PyObject *check = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, NULL);
+            if (!check) {
+                PyErr_Clear();
+                fallback = 1;
+                goto done;
+            }
+            Py_DECREF(check);
         }
-        Py_DECREF(check);
 
         /* stat like os.DirEntry: is_symlink from d_type (lstat when unknown), then stat() follows links */
         struct stat st;
@@ -240,7 +242,7 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
             mtime_ns = sec * 1000000000LL + (long long)st.st_mtim.tv_nsec;
         } else {
             islink = err == ENOENT && islink; /* only a broken link keeps its link flag */
-            PyObject *e = Py_BuildValue("(s#ii)", name, (Py_ssize_t)len, err, islink);
+            PyObject *e = Py_BuildValue("(s#iN)", name, (Py_ssize_t)len, err, PyBool_FromLong(islink));
             if (!e || PyList_Append(errors, e) < 0) {
                 Py_XDECREF(e);
                 goto done;
@@ -261,14 +263,21 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
         }
         FpItem *it = &w.items[w.n];
         it->key_len = len + (kind == KIND_DIR);
-        it->key = malloc(it->key_len + 1);
-        if (!it->key) {
-            PyErr_NoMemory();
-            goto done;
+        if (w.keys_len + it->key_len > w.keys_cap) {
+            size_t cap2 = w.keys_cap ? w.keys_cap * 2 : 1024;
+            while (cap2 < w.keys_len + it->key_len) cap2 *= 2;
+            char *p = realloc(w.keys, cap2);
+            if (!p) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            w.keys = p;
+            w.keys_cap = cap2;
         }
-        memcpy(it->key, name, len);
-        if (kind == KIND_DIR) it->key[len] = '/';
-        it->key[it->key_len] = 0;
+        it->key_off = w.keys_len;
+        memcpy(w.keys + w.keys_len, name, len);
+        if (kind == KIND_DIR) w.keys[w.keys_len + len] = '/';
+        w.keys_len += it->key_len;
         it->size = size;
         it->mtime_s = mtime_s;
         w.n++;
@@ -303,7 +312,7 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
                 goto done;
             }
         } else if (code < 0) {
-            PyObject *o = Py_BuildValue("(s#iLLi)", name, (Py_ssize_t)len, kind, size, mtime_ns, islink);
+            PyObject *o = Py_BuildValue("(s#iLLN)", name, (Py_ssize_t)len, kind, size, mtime_ns, PyBool_FromLong(islink));
             if (!o || PyList_Append(others, o) < 0) {
                 Py_XDECREF(o);
                 goto done;
@@ -341,6 +350,7 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
     }
 
     /* fingerprint text: "name\0size\0seconds\n" per entry, sorted by name ("/" appended for directories) */
+    for (size_t i = 0; i < w.n; i++) w.items[i].key = w.keys + w.items[i].key_off;
     qsort(w.items, w.n, sizeof *w.items, cmp_item);
     size_t text_len = 0;
     for (size_t i = 0; i < w.n; i++) text_len += w.items[i].key_len + 2 * 22 + 2; /* 2 numbers (<= 21 chars + NUL room), 2 separators, newline */

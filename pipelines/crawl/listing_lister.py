@@ -25,8 +25,11 @@ class ListingLister:
         self.failed_reads: dict[str, OSError] = {}
         self._prefix = listing.root.rstrip("/") + "/"
         children: dict[str, list[FileEntry]] = {"": []}
+        summarized = listing.summaries
         for rel, e in listing.entries.items():
             parent, _, name = rel.rpartition("/")
+            if parent in summarized:  # its entries are in the summary (list_dir refuses it)
+                continue
             is_dir = e.kind == "directory"
             if parent or not is_dir or visible_dirs is None or rel in visible_dirs:
                 entry = FileEntry(name, e.size, e.mtime_ns, is_dir, e.islink)

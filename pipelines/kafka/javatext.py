@@ -50,6 +50,8 @@ def parse_java_integer(text: str, *, bits: int = 32) -> int:
     Raises:
         ValueError: anything ``NumberFormatException`` would reject, including overflow.
     """
+    if len(text) < 10 and bits >= 32 and text.isdigit() and text.isascii():  # common: in range, no sign
+        return int(text)
     if not text:
         raise ValueError("empty number")
     sign, start = 1, 0

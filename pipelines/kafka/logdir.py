@@ -184,7 +184,8 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry, keep_entrie
         problems.append(
             Problem("fatal", "unparseable_dir_name", f"{kafka_startup_message(entry.name)} ({parsed.reason})", path)
         )
-    if parsed.topic_may_be_truncated:
+    truncated = parsed.topic_may_be_truncated
+    if truncated:
         problems.append(Problem("info", "topic_may_be_truncated", "name is 255 chars: the topic may be cut", path))
     try:
         summary, entries = _summary(lister, path, keep_entries)
@@ -192,7 +193,7 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry, keep_entrie
         problems.append(Problem("error", "dir_unreadable", f"{type(exc).__name__}: {exc}", path))
         return PartitionDirInventory(
             entry.name, path, parsed.kind, parsed.topic, parsed.partition, parsed.unique_id,
-            parsed.topic_may_be_truncated, None, "unreadable", 0, 0, 0, 0, 0, None, None, None, None,
+            truncated, None, "unreadable", 0, 0, 0, 0, 0, None, None, None, None,
             _ms(entry.mtime_ns), "", problems=tuple(problems),
         )  # fmt: skip
     transient = summary.transient
@@ -276,7 +277,7 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry, keep_entrie
         topic=parsed.topic,
         partition=parsed.partition,
         unique_id=parsed.unique_id,
-        topic_may_be_truncated=parsed.topic_may_be_truncated,
+        topic_may_be_truncated=truncated,
         topic_id=topic_id,
         partition_metadata_status=pm_status,
         files=summary.files,

@@ -205,6 +205,8 @@ def build_tree(root: Path, partitions: list[tuple[str, list[tuple[str, str, int 
             pm_path.symlink_to(outside / f"pm-{len(dir_name)}")
     (log_dir / "linked-0").symlink_to(outside)  # a symlinked partition dir
     (log_dir / "broken-0").symlink_to(outside / "missing")
+    if len(partitions) % 2:  # a root checkpoint that is a FIFO: neither lister may block on it
+        os.mkfifo(log_dir / "recovery-point-offset-checkpoint")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -237,6 +239,17 @@ def test_odd_tree_by_hand(tmp_path: Path) -> None:
     assert set(compiled.summaries) == {"orders-0", "linked-0"}  # orders-1: big offset; t\udcff-0: not UTF-8
     assert any(e.reason == "broken symbolic link" for e in compiled.errors)
     assert_same_everywhere(root)
+
+
+def test_log_dir_missing_or_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    for root in (tmp_path / "missing", tmp_path / "file"):
+        with _pure(), pytest.raises(OSError) as pure:
+            local.list_log_dir(str(root), summarize=True)
+        with pytest.raises(OSError) as compiled:
+            local.list_log_dir(str(root), summarize=True)
+        assert (type(compiled.value), str(compiled.value)) == (type(pure.value), str(pure.value))
+        assert _rows(str(root), None, compiled=True) == _rows(str(root), None, compiled=False)
 
 
 def test_unreadable_partition_dir(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from pipelines.crawl.listing import (
     BROKEN_LINK,
     PARTITION_SMALL_FILES,
+    ROOT_SMALL_FILES,
     SMALL_FILE_LIMIT,
     FsTotals,
     ListedEntry,
@@ -31,6 +32,7 @@ SCHEMES: tuple[str, ...] = ("", "file", "local")
 _native = load("pipelines.crawl._native_dirscan")
 _KINDS = ("file", "directory", "other")  # the compiled lister's kind codes
 _READS = tuple(name.encode() for name in PARTITION_SMALL_FILES)
+_ROOT_READS = tuple(name.encode() for name in ROOT_SMALL_FILES)
 
 
 def local_path(url: str) -> str:
@@ -92,6 +94,20 @@ def _failed_dir(listing: Listing, rel: str, exc: OSError) -> None:
     listing.failed_dirs[rel] = exc
 
 
+def _native_root(listing: Listing, root: str) -> list[ListedEntry] | None:
+    """The root's entries as ``_entries`` gives them, listed by the compiled lister (which also reads the small
+    root files on the way); None when the root must be listed in Python. Raises ``OSError`` like ``os.scandir``."""
+    assert _native is not None
+    got = _native.scan_dir(root, (), _ROOT_READS, SMALL_FILE_LIMIT)
+    if got is None:
+        return None
+    others, errors, contents = got[-3:]
+    for name, err, islink in errors:
+        _odd_entry(listing, name, islink, OSError(err, os.strerror(err)))
+    listing.contents.update(contents)
+    return [ListedEntry(name, _KINDS[kind], size, mtime, islink) for name, kind, size, mtime, islink in others]
+
+
 def _summarize(listing: Listing, path: str, rel: str) -> bool:
     """List and sum up one partition dir with the compiled lister; False when it must be listed in Python.
 
@@ -106,22 +122,18 @@ def _summarize(listing: Listing, path: str, rel: str) -> bool:
         return True
     if got is None:
         return False
-    files, size, log_b, index_b, n_logs, lo, hi, index_sets, orphans, transient, oldest, newest, text, others, \
-        errors, contents = got  # fmt: skip
+    *counts, text, others, errors, contents = got
     prefix = rel + "/"
     for name, err, islink in errors:
-        _odd_entry(listing, prefix + name, bool(islink), OSError(err, os.strerror(err)))
-    entries = listing.entries
+        _odd_entry(listing, prefix + name, islink, OSError(err, os.strerror(err)))
     kept = []
-    for name, kind, fsize, mtime, islink in others:
-        entries[prefix + name] = ListedEntry(prefix + name, _KINDS[kind], fsize, mtime, bool(islink))
-        kept.append(FileEntry(name, fsize, mtime, kind == 1, bool(islink)))
+    entries = listing.entries
+    for name, kind, size, mtime, islink in others:
+        entries[prefix + name] = ListedEntry(prefix + name, _KINDS[kind], size, mtime, islink)
+        kept.append(FileEntry(name, size, mtime, kind == 1, islink))
     for name, data in contents.items():
         listing.contents[prefix + name] = data
-    listing.summaries[rel] = DirSummary(
-        files, size, log_b, index_b, n_logs, lo, hi, index_sets, orphans, transient, oldest, newest,
-        fingerprint_of_text(text), tuple(kept),
-    )  # fmt: skip
+    listing.summaries[rel] = DirSummary(*counts, fingerprint_of_text(text), tuple(kept))
     return True
 
 
@@ -155,8 +167,11 @@ def list_log_dir(
     """
     root = local_path(url)
     listing = Listing(root=root, reader=read_regular_file)
-    with os.scandir(root) as it:
-        top = _entries(listing, it, "")
+    summarize = summarize and _native is not None
+    top = _native_root(listing, root) if summarize else None
+    if top is None:
+        with os.scandir(root) as it:
+            top = _entries(listing, it, "")
     wanted = None if only is None else frozenset(only)
     n_dirs = sum(1 for e in top if e.kind == "directory")
     if wanted is None and fanout_above is not None and n_dirs > fanout_above:
@@ -166,7 +181,7 @@ def list_log_dir(
     for entry in top:
         entries[entry.rel] = entry
         if entry.kind == "directory" and (wanted is None or entry.rel in wanted):
-            if summarize and _native is not None and _summarize(listing, f"{root}/{entry.rel}", entry.rel):
+            if summarize and _summarize(listing, f"{root}/{entry.rel}", entry.rel):
                 continue
             for child in _scan(listing, f"{root}/{entry.rel}", entry.rel + "/"):
                 entries[child.rel] = child
