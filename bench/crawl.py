@@ -3,8 +3,10 @@
     .venv/bin/python bench/crawl.py [--log-dirs 2] [--partitions 5000] [--files 10] [--keep DIR] [--no-sftp]
 
 Builds a synthetic tree (empty or sparse files, a partition.metadata in each partition dir), then times in one
-run: the listing backend alone and the pure-Python crawl (listing + inventory scan + rows) against GNU find, and,
-when an OpenSSH server can be started on 127.0.0.1, the SFTP crawl against ``ssh 127.0.0.1 find``.
+run: the listing backend alone and the crawl (listing + inventory scan + rows) against GNU find, each both with
+the compiled lister (``pipelines/crawl/_native_dirscan.c``, when built) and in pure Python (what
+``KLGC_PURE_PYTHON=1`` runs), and, when an OpenSSH server can be started on 127.0.0.1, the SFTP crawl against
+``ssh 127.0.0.1 find``.
 Goals: local <= 1.5x find, sftp <= 2x. ``--keep DIR`` reuses a tree already built there (same sizes).
 
 Each figure is the best of ``--repeat`` runs, as wall time and (local only) CPU time: on a shared machine the
@@ -14,6 +16,7 @@ CPU ratio (our process vs find's) is the steadier of the two.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import subprocess
@@ -28,9 +31,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pipelines.crawl.backends import backend_for  # noqa: E402
+from pipelines.crawl.backends import local as local_backend  # noqa: E402
 from pipelines.crawl.local_crawl import crawl_local  # noqa: E402
 from pipelines.kafka.partition_metadata import write_partition_metadata  # noqa: E402
 from pipelines.kafka.uuid import Uuid  # noqa: E402
+from pipelines.native import PURE_PYTHON_ENV, load  # noqa: E402
 
 SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
 
@@ -87,6 +92,14 @@ def _cpu() -> float:
     return own + kids.ru_utime + kids.ru_stime
 
 
+def use_compiled(compiled: bool) -> bool:
+    """Switch the local backend between the compiled lister and pure Python; False when asked for the compiled
+    lister and it is not built."""
+    os.environ[PURE_PYTHON_ENV] = "0" if compiled else "1"
+    local_backend._native = load("pipelines.crawl._native_dirscan")
+    return (local_backend._native is not None) == compiled
+
+
 def run_find(argv_prefix: list[str], dirs: list[Path]) -> None:
     for d in dirs:
         argv = ["find", str(d), "-printf", r"%p %s %T@\n"]
@@ -122,18 +135,25 @@ def main() -> int:
             result = crawl_local(brokers, run_id="bench", cluster="bench", fanout_dirs=None)
             assert result.run_row["partition_dirs"] == args.log_dirs * args.partitions, result.run_row
 
-        def listing_only() -> None:
+        def listing_only(summarize: bool) -> None:
             for d in dirs:
-                backend_for(str(d))(str(d)).close()
+                local_backend.list_log_dir(str(d), summarize=summarize).close()
 
         run_find([], dirs)  # warm the dentry cache for both sides
         t_find, c_find = best_of_both(args.repeat, lambda: run_find([], dirs))
-        t_list, c_list = best_of_both(args.repeat, listing_only)
-        t_local, c_local = best_of_both(args.repeat, local)
-        print(f"local: find -printf {t_find:.3f}s | listing backend alone {t_list:.3f}s (ratio {t_list / t_find:.2f})"
-              f" | crawl_local, listing+scan+rows {t_local:.3f}s (ratio {t_local / t_find:.2f}; goal <= 1.5)")
-        print(f"local CPU: find -printf {c_find:.3f}s | listing backend alone {c_list:.3f}s (ratio"
-              f" {c_list / c_find:.2f}) | crawl_local {c_local:.3f}s (ratio {c_local / c_find:.2f})")
+        figures: list[tuple[str, float, float]] = []
+        for compiled in (False, True):
+            if not use_compiled(compiled):
+                print("compiled lister: not built (pip install -e . with a C compiler), pure Python only")
+                continue
+            how = "compiled" if compiled else "pure Python"
+            figures.append((f"listing, {how}", *best_of_both(args.repeat, lambda c=compiled: listing_only(c))))
+            figures.append((f"crawl_local, {how}", *best_of_both(args.repeat, local)))
+        use_compiled(True)
+        print(f"local (best of {args.repeat}; goal: crawl_local <= 1.5x find, wall and CPU)")
+        print(f"  {'find -printf':28s} wall {t_find:6.3f}s  CPU {c_find:6.3f}s")
+        for label, wall, cpu in figures:
+            print(f"  {label:28s} wall {wall:6.3f}s ({wall / t_find:4.2f}x)  CPU {cpu:6.3f}s ({cpu / c_find:4.2f}x)")
         if args.no_sftp:
             return 0
 
