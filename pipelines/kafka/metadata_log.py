@@ -37,6 +37,7 @@ from pipelines.kafka.metadata_codec import (
     decode_control_record,
     decode_metadata_record,
 )
+from pipelines.kafka.metadata_native import scan_context
 from pipelines.kafka.record_batch import (
     CRC_START,
     HEADER,
@@ -168,8 +169,30 @@ class MetadataLog:
         n_batches = 0
         valid = 0
         view = memoryview(buf)
+        fast = scan_context(tiny, fields_record, new_entry, new_record)
         try:
             while end - pos >= HEADER_UP_TO_MAGIC:
+                if fast is not None:  # the compiled twin of the loop below takes every plain batch it can
+                    entries, fast_pos, fast_batches, fast_valid, fast_records, fast_last = fast[0](
+                        buf, pos, end, fast[1], raw_mode, verify, _FAST_CHUNK)
+                    if fast_batches:
+                        it = iter(entries)
+                        try:
+                            yield from it
+                        finally:
+                            left = it.__length_hint__()
+                            if left:  # the consumer stopped inside the chunk: count what the Python loop would
+                                pos, fast_batches, fast_valid, fast_records = _partial_chunk(
+                                    buf, pos, len(entries) - left)
+                                fast_last = _entry_offset(entries[len(entries) - left - 1])
+                            else:
+                                pos = fast_pos
+                            valid += fast_valid
+                            n_batches += fast_batches
+                            n_records += fast_records
+                            if fast_records:
+                                last = fast_last
+                        continue
                 base, batch_length, epoch = _PROLOGUE.unpack_from(buf, pos)
                 if batch_length < MIN_BATCH_LENGTH:
                     truncated_tail = False
@@ -354,6 +377,29 @@ class MetadataLog:
             self.records += n_records
             if truncated_tail:
                 self.trailing_invalid_bytes = end - pos
+
+
+_FAST_CHUNK = 2048
+"""Records per call of the compiled scan (it stops after the batch that reaches this many)."""
+
+
+def _entry_offset(entry: Any) -> int:
+    return entry[0] if type(entry) is tuple else entry.offset
+
+
+def _partial_chunk(buf, pos: int, consumed: int) -> tuple[int, int, int, int]:
+    """``(end of the batch holding record number consumed, batches, bytes, records)`` of the plain batches from
+    ``pos`` that the compiled scan read, as the Python loop counts them when its consumer stops after ``consumed``
+    records (a batch counts before its first record is yielded)."""
+    batches = valid = records = 0
+    while records < consumed:
+        _base, batch_length, _epoch = _PROLOGUE.unpack_from(buf, pos)
+        size = LOG_OVERHEAD + batch_length
+        pos += size
+        batches += 1
+        valid += size
+        records += HEADER.unpack_from(buf, pos - size)[12]
+    return pos, batches, valid, consumed
 
 
 def iter_metadata_log(source, *, verify_crc: bool = True, on_error: str = "stop") -> MetadataLog:
