@@ -10,11 +10,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["fast_constructor"]
+from pipelines import native
+
+__all__ = ["fast_constructor", "python_fast_constructor"]
+
+NATIVE = "pipelines.kafka._native_fastinit"
 
 
 def fast_constructor(cls: type) -> Callable[..., Any]:
-    """``make(*every_field_in_order)`` returning a ``cls`` equal to ``cls(*every_field_in_order)``."""
+    """``make(*every_field_in_order)`` returning a ``cls`` equal to ``cls(*every_field_in_order)``.
+
+    The compiled twin (``_native_fastinit.c``) stores the arguments into the slots in C when it is built;
+    :func:`python_fast_constructor` is the reference.
+    """
+    make = python_fast_constructor(cls)
+    compiled = native.load(NATIVE)
+    if compiled is None:
+        return make
+    return compiled.maker(cls, tuple(getattr(cls, name) for name in cls.__dataclass_fields__))  # type: ignore[attr-defined]
+
+
+def python_fast_constructor(cls: type) -> Callable[..., Any]:
+    """The pure-Python ``fast_constructor``: generated code calling each slot descriptor's ``__set__``."""
     names = list(cls.__dataclass_fields__)  # type: ignore[attr-defined]
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} has a __post_init__; use its constructor")
