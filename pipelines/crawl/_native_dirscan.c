@@ -183,8 +183,12 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
     if (!path_bytes) return NULL;
 
     DIR *dir = opendir(PyBytes_AS_STRING(path_bytes));
+    int open_errno = errno;
     Py_DECREF(path_bytes);
-    if (!dir) return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_obj);
+    if (!dir) {
+        errno = open_errno;
+        return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_obj);
+    }
     int dfd = dirfd(dir);
 
     Work w = {0};
