@@ -384,7 +384,7 @@ def build_scenario(spec: s.ClusterSpec, now_ms: int | None = None) -> Scenario:
     if "inventory.snapshots" in ids:
         tid = ids["inventory.snapshots"]
         topics["inventory.snapshots"] = tid
-        holder = next(r for r in b.log.partition(tid, 0)["replicas"] if r != down) if spec.brokers > 1 else 1
+        holder = _live_holder(b, tid)
         for j in range(k_oor):
             p = 2 + j
             b.add_dir(holder, b.place(holder, tid, p), f"inventory.snapshots-{p}", c.PARTITION_OUT_OF_RANGE,
@@ -465,6 +465,17 @@ def build_scenario(spec: s.ClusterSpec, now_ms: int | None = None) -> Scenario:
     return Scenario(spec, now, cluster_id, controller_id, brokers, metadata_dir, b.log, b.snapshot,
                     tuple(sorted(dirs, key=lambda d: (d.broker_id, d.log_dir, d.name))), topics,
                     tuple(dict.fromkeys([*spec.skipped(), *b.skipped])))
+
+
+def _live_holder(b: _Builder, topic_id: Uuid) -> int:
+    """A live broker to hold a topic's extra dirs: its first live replica (partition order), else any live broker.
+
+    With replication 1 every replica of the topic can be on the down broker; anomalies need >= 2 brokers
+    (``ClusterSpec``), so a live broker always exists.
+    """
+    parts = b.log.topics[topic_id].partitions
+    live = [r for p in sorted(parts) for r in parts[p]["replicas"] if r != b.down]
+    return (live or [x for x in b.broker_ids if x != b.down])[0]
 
 
 def _target_without(b: _Builder, replicas: list[int], leaving: int) -> list[int]:

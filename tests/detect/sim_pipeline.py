@@ -23,6 +23,10 @@ SIZES = {
     "small": ClusterSpec(brokers=3, topics=2, partitions_per_topic=2, replication=2, jbod_dirs=2, seed=3,
                          anomalies=PRESETS["small"], files_per_partition=1, segment_bytes=0, internal_partitions=2,
                          now_ms=NOW_MS),
+    # replication 1 with partition 0 of the out-of-range story's topic on the down broker (was a StopIteration)
+    "replication_one": ClusterSpec(brokers=3, topics=2, partitions_per_topic=2, replication=1, jbod_dirs=2, seed=3,
+                                   anomalies=PRESETS["small"], files_per_partition=1, segment_bytes=0,
+                                   internal_partitions=2, now_ms=NOW_MS),
     "all": ClusterSpec(brokers=4, topics=4, partitions_per_topic=4, replication=3, jbod_dirs=2, seed=7,
                        anomalies=PRESETS["all"], files_per_partition=2, segment_bytes=1024, internal_partitions=3,
                        now_ms=NOW_MS),

@@ -15,6 +15,8 @@ from pipelines.kafka.meta_properties import read_meta_properties
 from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.snapshot_names import parse_snapshot_name
 from pipelines.simulate import PRESETS, ClusterSpec, GenerationResult, OutputNotEmpty, generate, load_truth
+from pipelines.simulate.scenario import build_scenario
+from pipelines.simulate.spec import ANOMALIES, REASSIGNMENT_IN_FLIGHT
 from pipelines.simulate.truth import DELETE_MARGIN_MS
 
 # Problems scan_log_dir reports for the anomalies we inject on purpose, by class.
@@ -274,3 +276,26 @@ def test_spec_validation() -> None:
     with pytest.raises(ValueError, match="files per partition"):
         ClusterSpec(files_per_partition=0)
     assert ClusterSpec(brokers=1, anomalies=PRESETS["none"]).effective_replication == 1
+
+
+@pytest.mark.parametrize("brokers", [2, 3])
+@pytest.mark.parametrize("jbod_dirs", [1, 2])
+def test_replication_one_injects_or_reports_every_anomaly(brokers: int, jbod_dirs: int) -> None:
+    """Each anomaly alone, over several seeds: injected, or listed as skipped, never a crash (replication 1 once
+    hit a StopIteration). With 2 brokers (one down) the reassignment stories have no live target: skipped."""
+    for seed in range(8):
+        for anomaly in ANOMALIES:
+            spec = ClusterSpec(brokers=brokers, topics=1, partitions_per_topic=1, replication=1, jbod_dirs=jbod_dirs,
+                               seed=seed, anomalies={anomaly: 1}, internal_partitions=0, now_ms=NOW_MS)
+            scenario = build_scenario(spec)
+            produced = {d.cls for d in scenario.dirs}
+            in_flight = any(reg["adding_replicas"] for t in scenario.log.topics.values()
+                            for reg in t.partitions.values())
+            injected = in_flight if anomaly == REASSIGNMENT_IN_FLIGHT else anomaly in produced
+            assert injected != (anomaly in scenario.skipped), (brokers, jbod_dirs, seed, anomaly)
+
+
+def test_one_broker_clean_cluster_builds() -> None:
+    scenario = build_scenario(ClusterSpec(brokers=1, replication=3, anomalies=PRESETS["none"], now_ms=NOW_MS))
+    assert {d.cls for d in scenario.dirs} == {c.OK, c.METADATA_LOG}
+    assert not any(b.down for b in scenario.brokers)
