@@ -184,15 +184,9 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
     ensure_tables(store)
     at = now or _now()
     existing = store.read_rows("gc_plans", {"plan_id": plan.plan_id})
-    items = plan_item_rows(plan)
+    row, items = plan_rows(plan, policy, at=at)
     if not existing:
-        store.append("gc_plans", [{
-            "plan_id": plan.plan_id, "cluster": plan.cluster, "created_at": plan.created_at,
-            "created_by": plan.created_by, "run_id": plan.run_id, "metadata_offset": plan.metadata_offset,
-            "content_hash": plan.content_hash, "status": PROPOSED, "item_count": len(plan.items),
-            "total_bytes": plan.total_bytes, "expires_at": rules.expiry_of(plan, policy), "superseded_by": None,
-            "approvals": [], "updated_at": at, "plan_json": plan.to_json(),
-        }])
+        store.append("gc_plans", [row])
         store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, items)
         _audit(store, plan.plan_id, at, actor, "register", None, PROPOSED, "", plan.content_hash)
     elif existing[0]["content_hash"] != plan.content_hash:
@@ -303,6 +297,20 @@ def set_status(store: TableStore, plan_id: str, to_status: str, *, actor: str, c
         return current
     return _transition(store, plan_id, actor=actor, action=f"set_{to_status}", comment=comment, decide=decide,
                        now=now)
+
+
+def plan_rows(plan: GcPlan, policy: PolicyConfig, *, at: datetime | None = None,
+              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``gc_plans`` row of a newly proposed plan (``updated_at`` = ``at``, default its ``created_at``) and its
+    ``gc_plan_items`` rows."""
+    row = {
+        "plan_id": plan.plan_id, "cluster": plan.cluster, "created_at": plan.created_at,
+        "created_by": plan.created_by, "run_id": plan.run_id, "metadata_offset": plan.metadata_offset,
+        "content_hash": plan.content_hash, "status": PROPOSED, "item_count": len(plan.items),
+        "total_bytes": plan.total_bytes, "expires_at": rules.expiry_of(plan, policy), "superseded_by": None,
+        "approvals": [], "updated_at": plan.created_at if at is None else at, "plan_json": plan.to_json(),
+    }
+    return row, plan_item_rows(plan)
 
 
 def plan_item_rows(plan: GcPlan) -> list[dict[str, Any]]:

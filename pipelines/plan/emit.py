@@ -27,12 +27,11 @@ from pipelines.detect import classes as C
 from pipelines.errors import PlanError
 from pipelines.metadata.image import MetadataImage
 from pipelines.plan import policy as rules
-from pipelines.plan.approval import PROPOSED, plan_item_rows
 from pipelines.plan.model import GcPlan, PlanItem
 from pipelines.plan.recheck import DirFacts, is_protected_dir, live_copies, recheck_item
 from pipelines.plan.render import render_disagreements, render_plan
 
-__all__ = ["Disagreement", "emit_plan", "item_id_for", "plan_rows", "select_candidates"]
+__all__ = ["Disagreement", "emit_plan", "item_id_for", "select_candidates"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,15 +176,3 @@ def emit_plan(
     _write(fs, f"{root}/{plan.plan_id}.md", render_plan(plan))
     return plan
 
-
-def plan_rows(plan: GcPlan, policy: PolicyConfig | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The ``gc_plans`` row (status proposed) and the ``gc_plan_items`` rows of a plan."""
-    policy = policy or PolicyConfig()
-    row = {
-        "plan_id": plan.plan_id, "cluster": plan.cluster, "created_at": plan.created_at,
-        "created_by": plan.created_by, "run_id": plan.run_id, "metadata_offset": plan.metadata_offset,
-        "content_hash": plan.content_hash, "status": PROPOSED, "item_count": len(plan.items),
-        "total_bytes": plan.total_bytes, "expires_at": rules.expiry_of(plan, policy), "superseded_by": None,
-        "approvals": [], "updated_at": plan.created_at, "plan_json": plan.to_json(),
-    }
-    return row, plan_item_rows(plan)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from operator import itemgetter
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,17 @@ def test_register_then_approve_records_every_transition(store: TableStore) -> No
     assert approval.audit_rows(store, "p1")[-1]["content_hash"] == p.content_hash
     assert approval.audited_approvers(store, "p1", p.content_hash) == ("bob",)
     assert len(store.read_rows("gc_plan_items", {"plan_id": "p1"})) == 2
+
+
+def test_register_stores_the_rows_plan_rows_builds(store: TableStore) -> None:
+    p = plan().with_hash()
+    approval.register_plan(store, p, actor="detector", policy=PolicyConfig(), now=NOW)
+    row, items = approval.plan_rows(p, PolicyConfig(), at=NOW)
+    [stored] = store.read_rows("gc_plans", {"plan_id": "p1"})
+    assert stored == row
+    assert approval.plan_rows(p, PolicyConfig())[0]["updated_at"] == p.created_at
+    by_id = itemgetter("item_id")
+    assert sorted(store.read_rows("gc_plan_items", {"plan_id": "p1"}), key=by_id) == sorted(items, key=by_id)
 
 
 def test_registering_identical_content_twice_is_a_no_op(store: TableStore) -> None:

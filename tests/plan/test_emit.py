@@ -15,7 +15,8 @@ from mixed_cluster import EXPECTED, mixed_cluster
 
 from pipelines.config.models import DetectConfig, PolicyConfig
 from pipelines.errors import PlanError, PolicyViolation
-from pipelines.plan.emit import emit_plan, item_id_for, plan_rows
+from pipelines.plan.approval import plan_rows
+from pipelines.plan.emit import emit_plan, item_id_for
 from pipelines.plan.model import GcPlan
 from pipelines.tables.schemas import GC_PLAN_ITEMS, GC_PLANS
 
