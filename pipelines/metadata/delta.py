@@ -82,6 +82,7 @@ class MetadataDelta:
         self._scalars: dict[str, Any] = {}
         self._offset = -1
         self._timestamp_ms = -1
+        self._emit = self.emit  # bound once: the hot path hands it to the topics delta per record
 
     # -- lazily created parts ----------------------------------------------------------------------
     @property
@@ -120,13 +121,16 @@ class MetadataDelta:
     # -- replay --------------------------------------------------------------------------------------
     def replay(self, record: RecordLike, offset: int = -1, timestamp_ms: int = -1) -> None:
         """Apply one record; a record that cannot be applied is reported, not raised (unless strict)."""
+        self.replay_fields(record.name, record.fields, offset, timestamp_ms)
+
+    def replay_fields(self, name: str, fields: Mapping[str, Any], offset: int = -1, timestamp_ms: int = -1) -> None:
+        """``replay`` of a record given as its name and fields (the loader's hot path has them unpacked)."""
         self._offset = offset
         self._timestamp_ms = timestamp_ms
         self.records += 1
-        name = record.name
         if name == _PARTITION_CHANGE:  # most records of a live log: no dispatch hop
             try:
-                (self._topics or self.topics).replay_partition_change(record.fields, self.emit)
+                (self._topics or self.topics).replay_partition_change(fields, self._emit)
             except ReplayError as exc:
                 self.fail(name, str(exc))
             except (KeyError, TypeError, AttributeError) as exc:
@@ -137,11 +141,11 @@ class MetadataDelta:
             self.fail(name, "unknown metadata record type")
             return
         try:
-            handler(self, record.fields)
+            handler(self, fields)
         except ReplayError as exc:
-            self.fail(record.name, str(exc))
+            self.fail(name, str(exc))
         except (KeyError, TypeError, AttributeError) as exc:
-            self.fail(record.name, f"malformed record ({type(exc).__name__}: {exc})")
+            self.fail(name, f"malformed record ({type(exc).__name__}: {exc})")
 
     def fail(self, record_name: str, message: str) -> None:
         problem = ReplayProblem(self._offset, record_name, message)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pipelines.kafka.metadata_log import LogEntry, MetadataLog
+from pipelines.kafka.metadata_log import FieldsRecord, LogEntry, MetadataLog
 from pipelines.metadata.delta import FaultHandler, MetadataDelta
 from pipelines.metadata.events import MetadataEvent
 from pipelines.metadata.image import EMPTY, MetadataImage, MetadataProvenance, ReplayProblem
@@ -145,20 +145,52 @@ class MetadataLoader:
 
     def replay_raw(self, items: Iterable[tuple]) -> None:
         """``replay`` over what :meth:`MetadataLog.iter_raw` yields (``LogEntry``-ordered tuples), or a filter
-        of it; same outcome as replaying the ``LogEntry`` objects."""
+        of it; same outcome as replaying the ``LogEntry`` objects.
+
+        The hot loop keeps ``records_seen`` and the last entry in locals and writes them back before anything
+        that reads them (``feed``, a flush, the end of the loop, an exception from a strict fault handler).
+        """
         feed = self.feed
         markers = _MARKERS
-        for item in items:
-            offset, ts, epoch, control, record, _base = item
-            if control or self.open_transaction is not None or record.name in markers:
-                feed(LogEntry(*item))
-                continue
-            self.records_seen += 1
-            self._last = (offset, epoch, ts)
-            delta = self._delta
-            delta.replay(record, offset, ts)
-            if delta.records >= self.max_delta_records and self.open_transaction is None:
-                self._flush(self._last)
+        limit = self.max_delta_records
+        fields_record = FieldsRecord
+        delta = self._delta
+        replay = delta.replay_fields
+        seen = 0
+        last = None  # the last item replayed here and not yet written back to self._last
+        try:
+            for item in items:
+                record = item[4]
+                if item[3] or self.open_transaction is not None:
+                    name = fields = None
+                elif type(record) is fields_record:
+                    name, fields = record
+                else:
+                    name = record.name
+                    fields = record.fields
+                if name is None or name in markers:
+                    if last is not None:
+                        self._last = (last[0], last[2], last[1])
+                        last = None
+                    self.records_seen += seen
+                    seen = 0
+                    feed(LogEntry(*item))
+                    delta = self._delta
+                    replay = delta.replay_fields
+                    continue
+                seen += 1
+                last = item
+                replay(name, fields, item[0], item[1])
+                if delta.records >= limit:  # outside a transaction here (checked above)
+                    self._last = (item[0], item[2], item[1])
+                    last = None
+                    self._flush(self._last)
+                    delta = self._delta
+                    replay = delta.replay_fields
+        finally:
+            self.records_seen += seen
+            if last is not None:
+                self._last = (last[0], last[2], last[1])
 
     def feed(self, entry: Any) -> None:
         """Replay one log entry (control records only move the offset)."""

@@ -14,6 +14,7 @@ Follows Kafka's ``PartitionRegistration``
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 from pipelines.errors import ReplayError
@@ -64,15 +65,34 @@ def partition_from_record(fields: Mapping[str, Any]) -> PartitionImage:
     )
 
 
+_CHANGE_KEYS = ("replicas", "directories", "isr", "removing_replicas", "adding_replicas", "eligible_leader_replicas",
+                "last_known_elr", "leader", "leader_recovery_state")
+_CHANGE_DEFAULTS = (None, None, None, None, None, None, None, NO_LEADER_CHANGE, -1)
+all_change_values = itemgetter(*_CHANGE_KEYS)
+"""``change_values`` of a mapping that has every key (raises KeyError otherwise)."""
+
+
+def change_values(fields: Mapping[str, Any]) -> tuple:
+    """The PartitionChangeRecord values ``merge_change`` reads, in ``_CHANGE_KEYS`` order (absent ones at the
+    "no change" defaults). The first four tell whether the replica set changes (what events report)."""
+    try:
+        return all_change_values(fields)
+    except KeyError:
+        return tuple(fields.get(k, d) for k, d in zip(_CHANGE_KEYS, _CHANGE_DEFAULTS, strict=True))
+
+
 def merge_partition_change(old: PartitionImage, fields: Mapping[str, Any]) -> PartitionImage:
     """Apply PartitionChangeRecord fields to ``old``.
 
     Raises:
         ReplayError: Directories that do not match the (new) replica count.
     """
-    get = fields.get
-    replicas_field = get("replicas")
-    dirs_field = get("directories")
+    return merge_change(old, change_values(fields))
+
+
+def merge_change(old: PartitionImage, values: tuple) -> PartitionImage:
+    """``merge_partition_change`` over ``change_values(fields)``."""
+    replicas_field, dirs_field, isr, removing, adding, elr, last_known_elr, leader, recovery = values
     if dirs_field is None and replicas_field is None:
         replicas = old.replicas
         dirs = old.directories  # hot path (ISR/leader changes): already normalised for these replicas
@@ -87,17 +107,10 @@ def merge_partition_change(old: PartitionImage, fields: Mapping[str, Any]) -> Pa
         dirs = _default_to_migrating(dirs, len(replicas))
         if len(dirs) != len(replicas):
             raise ReplayError(f"directories {len(dirs)} do not match {len(replicas)} replicas after the change")
-    isr = get("isr")
-    removing = get("removing_replicas")
-    adding = get("adding_replicas")
-    elr = get("eligible_leader_replicas")
-    last_known_elr = get("last_known_elr")
-    leader = get("leader", NO_LEADER_CHANGE)
     if leader is None or leader == NO_LEADER_CHANGE:
         leader, leader_epoch = old.leader, old.leader_epoch
     else:
         leader_epoch = old.leader_epoch + 1
-    recovery = get("leader_recovery_state", -1)
     return _new_partition(
         old.partition,
         replicas,

@@ -17,7 +17,13 @@ from pipelines.errors import ReplayError
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata import events as ev
 from pipelines.metadata.image import EMPTY_MAP, PartitionImage, TopicImage, TopicsImage
-from pipelines.metadata.partition_merge import clear_elr, merge_partition_change, partition_from_record
+from pipelines.metadata.partition_merge import (
+    all_change_values,
+    change_values,
+    clear_elr,
+    merge_change,
+    partition_from_record,
+)
 
 #: emit(event, topic_id, topic, partition, detail)
 Emit = Callable[[str, Uuid | None, str | None, int | None, dict[str, Any]], None]
@@ -130,13 +136,13 @@ class TopicsDelta:
             old = change.base.get(partition)
             if old is None:
                 raise ReplayError(f"unknown partition {change.name}-{partition} (topic id {change.topic_id})")
-        new = merge_partition_change(old, fields)
-        changed[partition] = new
-        if new.replicas is old.replicas and new.directories is old.directories and (
-            new.adding_replicas is old.adding_replicas and new.removing_replicas is old.removing_replicas
-        ):
-            return  # ISR/leader/ELR-only change (the common case): nothing an event reports can differ
-        _emit_partition_diff(emit, change, old, new)
+        try:
+            values = all_change_values(fields)  # a decoded record has every field: one call
+        except KeyError:
+            values = change_values(fields)
+        changed[partition] = new = merge_change(old, values)
+        if values[0] is not None or values[1] is not None or values[3] is not None or values[4] is not None:
+            _emit_partition_diff(emit, change, old, new)  # else an ISR/leader/ELR-only change: no event can differ
 
     def replay_remove_topic(self, fields: Mapping[str, Any], emit: Emit) -> str:
         """Remove a topic; returns its name (the caller drops the topic's configs)."""
