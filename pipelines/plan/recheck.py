@@ -44,6 +44,7 @@ __all__ = [
     "assigned_here",
     "classify",
     "is_protected_dir",
+    "lists_broker",
     "live_copies",
     "recheck_item",
 ]
@@ -149,11 +150,16 @@ def _deciding_dir(image: MetadataImage, part: PartitionImage, broker_id: int) ->
     return str(assigned)
 
 
-def _assigned_to_broker(f: DirFacts, image: MetadataImage) -> bool:
-    """The controller lists this dir's broker in replicas or adding_replicas of its (topic id, partition)."""
+def lists_broker(part: PartitionImage | None, broker_id: int) -> bool:
+    """The controller lists ``broker_id`` in the partition's ``replicas`` or ``adding_replicas`` (None: no such
+    partition). The one membership rule of this module."""
+    return part is not None and (broker_id in part.replicas or broker_id in part.adding_replicas)
+
+
+def _partition_of(f: DirFacts, image: MetadataImage) -> PartitionImage | None:
+    """The image's partition for this dir's (topic id, partition), if both parse and exist."""
     tid = _uuid(f.topic_id)
-    part = None if tid is None or f.partition is None else image.topics.partition(tid, f.partition)
-    return part is not None and (f.broker_id in part.replicas or f.broker_id in part.adding_replicas)
+    return None if tid is None or f.partition is None else image.topics.partition(tid, f.partition)
 
 
 def assigned_here(f: DirFacts, image: MetadataImage) -> str | None:
@@ -162,11 +168,10 @@ def assigned_here(f: DirFacts, image: MetadataImage) -> str | None:
     Broker-level on purpose, like the executor: a copy of an assigned replica is never garbage for a plan, even
     when KIP-858 places the replica in another of the broker's log dirs (that copy is reported as wrong_log_dir).
     """
-    if f.kind not in ("live", "future", "stray", "delete") or f.topic_id is None or f.partition is None:
+    if f.kind not in ("live", "future", "stray", "delete"):
         return None
-    tid = _uuid(f.topic_id)
-    part = None if tid is None else image.topics.partition(tid, f.partition)
-    if part is None or (f.broker_id not in part.replicas and f.broker_id not in part.adding_replicas):
+    part = _partition_of(f, image)
+    if part is None or not lists_broker(part, f.broker_id):
         return None
     deciding = _deciding_dir(image, part, f.broker_id)
     where = "no particular log dir" if deciding is None else f"log dir {deciding}"
@@ -209,7 +214,7 @@ def classify(
         if f.dir_mtime is None:
             return C.PENDING_DELETE, "dir mtime unknown; age cannot be judged"
         age_ms = (now - f.dir_mtime).total_seconds() * 1000
-        if age_ms >= limit and _assigned_to_broker(f, image):
+        if age_ms >= limit and lists_broker(_partition_of(f, image), f.broker_id):
             return C.PENDING_DELETE, ASSIGNED_DELETE_REASON
         if age_ms >= limit:
             return C.STUCK_DELETE, f"-delete dir {int(age_ms)} ms old, limit {limit} ms"
@@ -231,8 +236,7 @@ def classify(
     part = topic.partitions.get(f.partition) if f.partition is not None else None
     if part is None:
         return _by_kind(f.kind, C.PARTITION_OUT_OF_RANGE), f"{topic.name} has {len(topic.partitions)} partitions"
-    member = f.broker_id in part.replicas or f.broker_id in part.adding_replicas
-    if not member:
+    if not lists_broker(part, f.broker_id):
         if part.adding_replicas or part.removing_replicas:
             return C.UNKNOWN, "reassignment in flight"
         return _by_kind(f.kind, C.NOT_A_REPLICA), f"replicas {list(part.replicas)}"

@@ -16,6 +16,7 @@ from mixed_cluster import D1, D2, EXPECTED, HEX, ORD, mixed_cluster
 
 from pipelines.config.models import DetectConfig
 from pipelines.detect import classes as C
+from pipelines.detect.params import ASSIGNED_DELETE_REASON
 from pipelines.kafka.uuid import LOST, UNASSIGNED, Uuid
 from pipelines.plan.recheck import (
     ASSIGNED_REPLICA,
@@ -23,6 +24,7 @@ from pipelines.plan.recheck import (
     assigned_here,
     classify,
     is_protected_dir,
+    lists_broker,
     live_copies,
     recheck_item,
 )
@@ -89,6 +91,35 @@ def test_recheck_item_refuses_an_assigned_replica_whatever_the_row_claims() -> N
     got, why = recheck_item(row, c.image(), D1, copies={}, config=CONFIG, now=NOW)
     assert got == ASSIGNED_REPLICA
     assert "broker 1" in why
+
+
+@pytest.mark.parametrize(
+    ("part", "member"),
+    [
+        (Part((1, 2)), True),
+        (Part((2, 1), adding=(1,), removing=(2,)), True),   # reassignment onto broker 1 in flight
+        (Part((1, 2), adding=(2,), removing=(1,)), True),   # ... and away from it: still listed until it completes
+        (Part((2,), adding=(1,)), True),                    # adding only (not a state Kafka writes; the rule holds)
+        (Part((2, 3)), False),
+        (Part((2, 3), adding=(3,), removing=(2,)), False),
+    ],
+)
+def test_one_membership_rule_for_live_future_and_delete_dirs(part: Part, member: bool) -> None:
+    """assigned_here, the old -delete rule and the class rules all answer "is broker 1 listed" the same way."""
+    c = Cluster().broker(1, ("/a", D1)).topic("t", ORD, p0=part)
+    c.dir(1, "/a", "t-0", topic_id=ORD)
+    c.dir(1, "/a", f"t-0.{HEX}-future", kind="future", topic_id=ORD)
+    c.dir(1, "/a", f"t-0.{HEX}-delete", kind="delete", topic_id=ORD, mtime=NOW - 30 * DAY)
+    image = c.image()
+    assert lists_broker(image.topics.by_name["t"].partitions[0], 1) is member
+    live, future, delete = facts_of(c)
+    copies = live_copies([live])
+    verdicts = {f.kind: classify(f, image, copies=copies, config=CONFIG, now=NOW) for f in (live, future, delete)}
+    assert all((assigned_here(f, image) is not None) is member for f in (live, future, delete))
+    assert (verdicts["live"][0] == C.OK) is member
+    assert (verdicts["future"][0] == C.FUTURE_IN_PROGRESS) is member
+    assert verdicts["delete"] == ((C.PENDING_DELETE, ASSIGNED_DELETE_REASON) if member else
+                                  (C.STUCK_DELETE, verdicts["delete"][1]))
 
 
 def test_delete_delay_from_broker_config_in_the_image() -> None:
