@@ -30,7 +30,6 @@ class JobContext:
 def job_context(argv: Sequence[str] | None, description: str,
                 extra: Callable[[argparse.ArgumentParser], None] | None = None) -> JobContext:
     """Parse ``--config FILE --run-id ID`` (plus ``extra`` flags), load the config, build session and store."""
-    from pipelines.orchestrate.steps import ensure_tables
     from pipelines.tables import open_store
     from pipelines.tables.spark_session import build_spark
 
@@ -43,7 +42,7 @@ def job_context(argv: Sequence[str] | None, description: str,
     config = load_config(args.config)
     spark = build_spark(master=config.spark.master, conf=config.spark.conf)
     store = open_store("spark", config.warehouse, spark=spark)
-    ensure_tables(store)
+    store.ensure_tables()
     return JobContext(config, args.run_id, args, spark, store)
 
 

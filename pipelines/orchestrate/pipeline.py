@@ -13,7 +13,6 @@ from pipelines.orchestrate.steps import (
     StepReport,
     crawl_step,
     detect_step,
-    ensure_tables,
     ingest_metadata_step,
     plan_step,
 )
@@ -47,7 +46,7 @@ def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: P
     progress(f"starting Spark ({config.spark.master or 'local'})")
     spark = build_spark(master=config.spark.master, conf=config.spark.conf)
     store = open_store("spark", config.warehouse, spark=spark)
-    ensure_tables(store)
+    store.ensure_tables()
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
         progress(f"[{len(report.steps) + 1}/4] {name} ...")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from pipelines.config.models import AppConfig
 from pipelines.orchestrate.controller import ControllerView, load_controller_view
 from pipelines.tables.base import TableStore
-from pipelines.tables.schemas import ALL_TABLES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,11 +42,6 @@ class StepReport:
     step: str
     counts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-
-
-def ensure_tables(store: TableStore) -> None:
-    for schema in ALL_TABLES.values():
-        store.create_if_missing(schema)
 
 
 def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *,

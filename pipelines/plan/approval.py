@@ -25,7 +25,6 @@ from pipelines.errors import PlanError, PolicyViolation
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, compute_content_hash
 from pipelines.tables.base import TableStore
-from pipelines.tables.schemas import ALL_TABLES
 
 PROPOSED, APPROVED, REJECTED, EXPIRED, SUPERSEDED = "proposed", "approved", "rejected", "expired", "superseded"
 APPLYING, APPLIED, FAILED, RESTORED = "applying", "applied", "failed", "restored"
@@ -94,11 +93,6 @@ class PlanRecord:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def ensure_tables(store: TableStore) -> None:
-    for name in TABLES:
-        store.create_if_missing(ALL_TABLES[name])
 
 
 def get_plan(store: TableStore, plan_id: str) -> PlanRecord:
@@ -181,7 +175,7 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
     approvals are dropped (they were bound to the old hash).
     """
     plan = plan if plan.content_hash else plan.with_hash()
-    ensure_tables(store)
+    store.ensure_tables(TABLES)
     at = now or _now()
     existing = store.read_rows("gc_plans", {"plan_id": plan.plan_id})
     row, items = plan_rows(plan, policy, at=at)

@@ -228,6 +228,11 @@ class TableStore(ABC):
         An existing table is left as is (its schema is *not* compared with ``schema``).
         """
 
+    def ensure_tables(self, names: Iterable[str] | None = None) -> list[str]:
+        """Create each named ``ALL_TABLES`` table (default: all of them) that is missing; returns those created."""
+        return [name for name in (ALL_TABLES if names is None else names)
+                if self.create_if_missing(ALL_TABLES[name])]
+
     @abstractmethod
     def append(self, table: TableRef, rows: Any) -> None:
         """Append rows (not idempotent: a rerun appends again)."""

@@ -14,6 +14,7 @@ from pipelines.config.models import PolicyConfig
 from pipelines.errors import PlanError, PolicyViolation
 from pipelines.plan import approval
 from pipelines.tables.base import TableStore
+from pipelines.tables.schemas import ALL_TABLES
 
 NOW = T0 + timedelta(hours=1)
 
@@ -47,6 +48,7 @@ def test_register_stores_the_rows_plan_rows_builds(store: TableStore) -> None:
     p = plan().with_hash()
     approval.register_plan(store, p, actor="detector", policy=PolicyConfig(), now=NOW)
     row, items = approval.plan_rows(p, PolicyConfig(), at=NOW)
+    assert {name for name in ALL_TABLES if store.exists(name)} == set(approval.TABLES)
     [stored] = store.read_rows("gc_plans", {"plan_id": "p1"})
     assert stored == row
     assert approval.plan_rows(p, PolicyConfig())[0]["updated_at"] == p.created_at
@@ -168,7 +170,7 @@ def test_tampered_stored_plan_cannot_be_approved(store: TableStore) -> None:
 def test_a_row_written_by_another_emitter_without_updated_at_can_be_approved(store: TableStore) -> None:
     """Plan emission may write gc_plans rows itself; a NULL revision token still gives a compare-and-set."""
     p = plan()
-    approval.ensure_tables(store)
+    store.ensure_tables(approval.TABLES)
     store.append("gc_plans", [{"plan_id": "p1", "cluster": "c1", "created_at": T0, "created_by": "alice",
                                "run_id": "run-1", "content_hash": p.content_hash, "status": "proposed",
                                "item_count": 2, "total_bytes": 200, "plan_json": p.to_json()}])

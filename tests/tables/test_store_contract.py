@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 from pipelines.errors import ConfigError
 from pipelines.tables.base import TableStore
 from pipelines.tables.registry import get_engine, known_engines, register_engine
-from pipelines.tables.schemas import Column, TableSchema
+from pipelines.tables.schemas import ALL_TABLES, Column, TableSchema
 
 UTC = timezone.utc
 T0 = datetime(2024, 5, 1, 12, 30, 15, 123456, tzinfo=UTC)
@@ -67,6 +67,19 @@ class TestTableStoreContract:
         on_disk = DeltaTable(store.table_uri(SCHEMA))
         assert on_disk.metadata().partition_columns == ["run_id"]
         assert [f.name for f in on_disk.schema().fields] == list(SCHEMA.column_names)
+
+    def test_ensure_tables_creates_the_named_tables_once(self, store: TableStore) -> None:
+        names = ["gc_plans", "gc_plan_items"]
+        assert store.ensure_tables(names) == names
+        assert store.ensure_tables(names) == []
+        assert store.exists("gc_plans") and store.exists("gc_plan_items") and not store.exists("findings")
+        assert store.read_arrow("gc_plans").schema == ALL_TABLES["gc_plans"].to_arrow()
+
+    def test_ensure_tables_defaults_to_every_declared_table(self, tmp_path: Path) -> None:
+        store = get_engine("rust")(warehouse=str(tmp_path / "wh"))
+        store.ensure_tables(["findings"])
+        assert sorted(store.ensure_tables()) == sorted(set(ALL_TABLES) - {"findings"})
+        assert all(store.exists(name) for name in ALL_TABLES)
 
     def test_table_uri_is_warehouse_slash_name_and_file_urls_are_local(self, tmp_path: Path) -> None:
         store = get_engine("rust")(warehouse=(tmp_path / "wh").as_uri())
