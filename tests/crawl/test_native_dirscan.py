@@ -131,7 +131,7 @@ NAMES = st.one_of(
                      "00000000000000000100-0000000001-abc.checkpoint.part", "\u00e9t\u00e9", "a b", "A", "a"]),
     st.text(st.characters(blacklist_characters="/\0", blacklist_categories=("Cs",)), min_size=1, max_size=12),
     st.binary(min_size=1, max_size=6).map(lambda b: os.fsdecode(b.replace(b"/", b"_").replace(b"\0", b"_"))),
-)  # fmt: skip
+).filter(lambda name: name not in (".", ".."))  # fmt: skip
 KINDS = st.sampled_from(["file", "empty", "sparse", "dir", "link_file", "link_dir", "broken_link", "fifo"])
 MTIMES = st.one_of(st.none(), st.integers(-(10**10), 4 * 10**18), st.just(0))
 PM_CONTENT = st.one_of(
