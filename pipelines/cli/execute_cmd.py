@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_
 from pipelines.config.duration import parse_duration_ms
 from pipelines.config.models import AppConfig
 from pipelines.errors import ConfigError, ExecutorBusy, PipelinesError
+
+if TYPE_CHECKING:
+    from pipelines.execute.restore import RestoreReport
 
 
 def _mode(fn: Any) -> Any:
@@ -79,29 +82,39 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
 def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool, execute: bool,
             config_path: str | None, warehouse: str | None, as_json: bool) -> None:
     """Move quarantined items of PLAN_ID back to their original paths (dry run unless --execute)."""
-    from pipelines.execute.apply import broker_config, local_path
-    from pipelines.execute.quarantine import iter_manifests
     from pipelines.execute.restore import restore as do_restore
 
     app = load_app(config_path, warehouse, need_config=True)
-    out: list[dict[str, Any]] = []
+    executed = _execute(dry_run, execute)
+    reports = []
+    lines: list[str] = []
     for b in _brokers(app, broker):
-        if not _execute(dry_run, execute):
-            found = [m.item_id for d in broker_config(app, b).log_dirs
-                     for _, m in iter_manifests(local_path(d), app.executor.quarantine_dir_name)
-                     if m.plan_id == plan_id and item_id in (None, m.item_id)]
-            out.append({"broker_id": b, "would_restore": found})
-            continue
-        report = do_restore(app, b, plan_id, item_id=item_id)
-        out.append(report.to_dict())
-        if item_id is None and report.restored and not report.skipped:
-            _mark_restored(app, plan_id, b)
-    emit(as_json, out, "\n".join(str(o) for o in out))
-    if any(o.get("skipped") for o in out):
+        report = do_restore(app, b, plan_id, item_id=item_id, execute=executed)
+        marked = (executed and item_id is None and bool(report.restored) and not report.skipped
+                  and _mark_restored(app, plan_id, b))
+        reports.append(report)
+        lines += _restore_lines(report, marked)
+    emit(as_json, [r.to_dict() for r in reports], "\n".join(lines))
+    if any(r.executed and r.skipped for r in reports):
         sys.exit(FAILED)
 
 
-def _mark_restored(app: AppConfig, plan_id: str, broker: int) -> None:
+def _restore_lines(report: RestoreReport, marked: bool) -> list[str]:
+    """The human report of one broker's restore, laid out like ``apply``'s."""
+    done, skip = ("restored", "skipped") if report.executed else ("would_restore", "would_skip")
+    lines = [f"{'RESTORE' if report.executed else 'DRY RUN restore'} plan {report.plan_id} "
+             f"on broker {report.broker_id}"]
+    lines += [f"  {done:<16} {report.paths[i]}" for i in report.restored]
+    lines += [f"  {skip:<16} {report.paths[i]}  ({why})" for i, why in report.skipped.items()]
+    if not report.paths:
+        lines.append("  nothing quarantined for this plan")
+    elif report.executed:
+        lines.append(f"  status: {len(report.restored)} restored, {len(report.skipped)} skipped"
+                     + ("; plan marked restored" if marked else ""))
+    return lines
+
+
+def _mark_restored(app: AppConfig, plan_id: str, broker: int) -> bool:
     from pipelines.plan import approval
 
     try:
@@ -109,6 +122,8 @@ def _mark_restored(app: AppConfig, plan_id: str, broker: int) -> None:
                             comment="restore")
     except (OSError, PipelinesError) as exc:
         click.echo(f"logdir-gc restore: warning: plan status not updated: {exc}", err=True)
+        return False
+    return True
 
 
 @click.command("purge")

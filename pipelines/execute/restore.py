@@ -13,36 +13,74 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.config.models import AppConfig
+from pipelines.config.models import AppConfig, BrokerConfig
 from pipelines.execute.apply import broker_config, local_path, state_dir
 from pipelines.execute.faults import fault_point
 from pipelines.execute.journal import DONE, INTENT, SKIPPED, Journal, fsync_dir
 from pipelines.execute.locks import executor_lock, kafka_dir_lock
-from pipelines.execute.quarantine import MANIFEST_NAME, iter_manifests
+from pipelines.execute.quarantine import MANIFEST_NAME, QuarantineManifest, iter_manifests
 from pipelines.kafka.listing import LocalLister
 from pipelines.kafka.logdir import fingerprint_entries, fingerprint_triples
 
 
 @dataclass
 class RestoreReport:
+    """Per broker: items restored (dry run: that would be), items skipped with the reason, and each item's
+    original path."""
+
     plan_id: str
     broker_id: int
     restored: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)
+    executed: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def restore(config: AppConfig, broker_id: int, plan_id: str, *, item_id: str | None = None) -> RestoreReport:
-    broker = broker_config(config, broker_id)
-    report = RestoreReport(plan_id, broker_id)
+def _quarantined(config: AppConfig, broker: BrokerConfig, plan_id: str,
+                 item_id: str | None) -> list[tuple[str, Path, QuarantineManifest]]:
+    """(log dir, quarantine dir, manifest) of each quarantined item of ``plan_id`` (only ``item_id`` if given)."""
     found = []
     for url in broker.log_dirs:
         log_dir = local_path(url)
         for directory, manifest in iter_manifests(log_dir, config.executor.quarantine_dir_name):
             if manifest.plan_id == plan_id and item_id in (None, manifest.item_id):
                 found.append((log_dir, directory, manifest))
+    return found
+
+
+def _verdict(src: Path, dst: Path, m: QuarantineManifest) -> tuple[str, str]:
+    """``("rename", "")``, ``("finish", "")`` (renamed back before a crash) or ``("skip", reason)``."""
+    if not os.path.lexists(src):
+        if os.path.isdir(dst) and _fp(dst) == m.fingerprint:
+            return "finish", ""
+        return "skip", f"{src} is gone (purged?)"
+    if os.path.lexists(dst):
+        return "skip", f"original path {dst} is taken"
+    if _fp(src) != m.fingerprint:
+        return "skip", f"{src} no longer matches its manifest fingerprint"
+    return "rename", ""
+
+
+def restore(config: AppConfig, broker_id: int, plan_id: str, *, item_id: str | None = None,
+            execute: bool = True) -> RestoreReport:
+    """Move the plan's quarantined items on ``broker_id`` back; ``execute=False`` only reports what would happen
+    (no locks, no journal, nothing changed)."""
+    broker = broker_config(config, broker_id)
+    report = RestoreReport(plan_id, broker_id, executed=execute)
+    found = _quarantined(config, broker, plan_id, item_id)
+    for _, _, m in found:
+        report.paths[m.item_id] = m.original_path
+    if not execute:
+        for _, directory, m in found:
+            verdict, reason = _verdict(directory / m.dir_name, Path(m.original_path), m)
+            if verdict == "skip":
+                report.skipped[m.item_id] = reason
+            else:
+                report.restored.append(m.item_id)
+        return report
     if not found:
         return report
     sdir = state_dir(config, broker)
@@ -55,26 +93,18 @@ def restore(config: AppConfig, broker_id: int, plan_id: str, *, item_id: str | N
             for _log_dir, directory, m in found:
                 src = directory / m.dir_name
                 dst = Path(m.original_path)
-                if not os.path.lexists(src):
-                    if os.path.isdir(dst) and _fp(dst) == m.fingerprint:  # renamed back before a crash
-                        _finish(journal, directory, m.plan_id, m.item_id)
-                        report.restored.append(m.item_id)
-                    else:
-                        report.skipped[m.item_id] = f"{src} is gone (purged?)"
+                verdict, reason = _verdict(src, dst, m)
+                if verdict == "skip":
+                    report.skipped[m.item_id] = reason
+                    if os.path.lexists(src):
+                        journal.write(m.plan_id, m.item_id, "restore", SKIPPED, reason=reason)
                     continue
-                if os.path.lexists(dst):
-                    report.skipped[m.item_id] = f"original path {dst} is taken"
-                    journal.write(m.plan_id, m.item_id, "restore", SKIPPED, reason=report.skipped[m.item_id])
-                    continue
-                if _fp(src) != m.fingerprint:
-                    report.skipped[m.item_id] = f"{src} no longer matches its manifest fingerprint"
-                    journal.write(m.plan_id, m.item_id, "restore", SKIPPED, reason=report.skipped[m.item_id])
-                    continue
-                journal.write(m.plan_id, m.item_id, "restore", INTENT, src=str(src), dst=str(dst))
-                os.rename(src, dst)
-                fault_point("restore.performed")
-                fsync_dir(dst.parent)
-                fsync_dir(directory)
+                if verdict == "rename":
+                    journal.write(m.plan_id, m.item_id, "restore", INTENT, src=str(src), dst=str(dst))
+                    os.rename(src, dst)
+                    fault_point("restore.performed")
+                    fsync_dir(dst.parent)
+                    fsync_dir(directory)
                 _finish(journal, directory, m.plan_id, m.item_id)
                 report.restored.append(m.item_id)
         finally:

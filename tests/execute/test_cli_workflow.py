@@ -91,3 +91,42 @@ def test_prestart_applies_approved_items_and_never_fails_the_broker_start(
     code, out, _ = run(capsys, "prestart", "--broker", "1", "--config", str(cfg), "--json")
     assert code == 0 and json.loads(out)[0]["status"] == "applied"
     assert not any(p.exists() for p in w.garbage.values())
+
+
+def test_restore_reports_like_apply_in_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w = build_world(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(w.config.model_dump(mode="json")))
+    c = ("--config", str(cfg))
+    code, out, _ = run(capsys, "restore", "plan-1", *c)
+    assert (code, out.splitlines()) == (0, ["DRY RUN restore plan plan-1 on broker 1",
+                                            "  nothing quarantined for this plan"])
+    assert run(capsys, "apply", "plan-1", "--broker", "1", "--execute", *c)[0] == 0
+    quarantined = tree_digest(w.log_dir)
+    originals = sorted(str(p) for p in w.garbage.values())
+
+    code, out, _ = run(capsys, "restore", "plan-1", *c)  # dry run is the default
+    header, *rows = out.splitlines()
+    assert code == 0 and header == "DRY RUN restore plan plan-1 on broker 1"
+    assert sorted(r.split() for r in rows) == [["would_restore", p] for p in originals]
+    code, out, _ = run(capsys, "restore", "plan-1", *c, "--json")
+    [report] = json.loads(out)
+    assert (report["executed"], sorted(report["restored"]), report["skipped"]) == (False, sorted(w.garbage), {})
+    assert sorted(report["paths"].values()) == originals
+    assert tree_digest(w.log_dir) == quarantined
+
+    first = next(iter(w.garbage))
+    w.garbage[first].mkdir()  # something re-created one original path: that item is skipped, the run fails
+    code, out, _ = run(capsys, "restore", "plan-1", "--execute", *c)
+    header, *rows, status = out.splitlines()
+    assert code == exit_codes.FAILED and header == "RESTORE plan plan-1 on broker 1"
+    assert f"  skipped          {w.garbage[first]}  (original path {w.garbage[first]} is taken)" in rows
+    assert sorted(r.split()[1] for r in rows if r.split()[0] == "restored") == sorted(
+        str(p) for i, p in w.garbage.items() if i != first)
+    assert status == f"  status: {len(w.garbage) - 1} restored, 1 skipped"
+    w.garbage[first].rmdir()
+    code, out, _ = run(capsys, "restore", "plan-1", "--execute", *c, "--json")
+    [report] = json.loads(out)
+    assert code == 0 and (report["executed"], report["restored"], report["skipped"]) == (True, [first], {})
+    code, out, _ = run(capsys, "plans", "show", "plan-1", *c, "--format", "json")
+    assert json.loads(out)["status"] == "restored"
