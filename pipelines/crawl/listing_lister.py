@@ -13,7 +13,10 @@ import os
 
 from pipelines.crawl.listing import Listing
 from pipelines.kafka.dir_summary import DirSummary
+from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.listing import FileEntry
+
+_new_file = fast_constructor(FileEntry)  # every field, in order; one per listed entry
 
 
 class ListingLister:
@@ -32,7 +35,7 @@ class ListingLister:
                 continue
             is_dir = e.kind == "directory"
             if parent or not is_dir or visible_dirs is None or rel in visible_dirs:
-                entry = FileEntry(name, e.size, e.mtime_ns, is_dir, e.islink)
+                entry = _new_file(name, e.size, e.mtime_ns, is_dir, e.islink)
                 kids = children.get(parent)
                 if kids is None:
                     children[parent] = [entry]
