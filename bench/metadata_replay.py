@@ -1,12 +1,15 @@
 """Benchmark: decode + replay of a generated 1M-record KRaft metadata log, vs kafka-python's raw iteration.
 
-Usage: ``python bench/metadata_replay.py [--records N] [--keep DIR] [--no-gc-pause] [--profile] [--no-kafka]``.
+Usage: ``python bench/metadata_replay.py [--records N] [--keep DIR] [--no-gc-pause] [--profile] [--no-kafka]
+[--no-pure]``.
 Writes the log into a temp dir (or DIR, reused when it already holds a log of N records) with the project's own writer
 (``encode_batch`` + ``encode_metadata_record``), then measures on one core (CPU time of this process):
 
 - decode only (``iter_metadata_log``), decode + replay (``MetadataLoader``, cyclic GC paused as ``load_metadata``
   does unless ``--no-gc-pause``), and ``load_metadata`` of the log as a lone segment (what the product runs),
   records/s;
+- the same three phases in pure Python: a child process with ``KLGC_PURE_PYTHON=1`` (no compiled module is
+  loaded, the fast constructors included), so the compiled/pure ratio of each phase is printed;
 - kafka-python ``MemoryRecords`` batch/record iteration over the same bytes (framing only, no value decoding);
 - peak RSS (``resource.getrusage``) after each phase;
 - Apache Kafka's own decoder as a peer: ``DumpLogSegments --cluster-metadata-decoder`` from the cached 4.3.1 jars
@@ -22,6 +25,8 @@ import argparse
 import contextlib
 import cProfile
 import io
+import json
+import os
 import pstats
 import random
 import resource
@@ -34,12 +39,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pipelines import native
+from pipelines.kafka.fast_init import NATIVE as FASTINIT_NATIVE
 from pipelines.kafka.gc_pause import gc_paused
 from pipelines.kafka.metadata_codec import encode_metadata_record, iter_metadata_log, make_record
+from pipelines.kafka.metadata_native import MODULE as METADATA_NATIVE
 from pipelines.kafka.record_batch import encode_batch
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata.load import load_metadata
 from pipelines.metadata.loader import MetadataLoader
+from pipelines.native import PURE_PYTHON_ENV
 
 BROKERS = 30
 KAFKA_VERSION = "4.3.1"
@@ -103,6 +112,12 @@ def generate(path: Path, total: int, seed: int = 7) -> int:
 
 
 def peak_rss_mib() -> float:
+    """This process's peak RSS: VmHWM (per address space, so a child started by exec does not inherit its parent's
+    high-water mark, as ``ru_maxrss`` does on Linux), else ``getrusage``."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -201,6 +216,41 @@ def kafka_peer(where: Path, records: int, path: Path, disabled: bool, rows: list
             "It decodes and prints JSON; it replays nothing.")
 
 
+def our_phases(path: Path, pause_gc: bool) -> tuple[list[tuple[str, int, float, float]], MetadataLoader]:
+    """decode, decode + replay, load_metadata: (name, records, CPU s, peak RSS MiB) rows and the loader."""
+    rows = []
+    n, secs = timed(decode_only, path)
+    rows.append(("decode (iter_metadata_log)", n, secs, peak_rss_mib()))
+    (n, loader), secs = timed(decode_replay, path, pause_gc)
+    gc_note = "GC paused" if pause_gc else "GC on"
+    rows.append((f"decode + replay ({gc_note})", n, secs, peak_rss_mib()))
+    n, secs = timed(load, path)
+    rows.append(("load_metadata (lone .log)", n, secs, peak_rss_mib()))
+    return rows, loader
+
+
+def pure_python_rows(path: Path, pause_gc: bool) -> tuple[list[tuple[str, int, float, float]], str]:
+    """``our_phases`` in a child process with ``KLGC_PURE_PYTHON=1`` (the compiled code is then never loaded, the
+    fast constructors included); the child's own CPU time and peak RSS."""
+    env = dict(os.environ, **{PURE_PYTHON_ENV: "1"})
+    cmd = [sys.executable, __file__, "--child-phases", str(path)] + ([] if pause_gc else ["--no-gc-pause"])
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return [], f"pure-Python child failed: {proc.stderr[-1500:]}"
+    out = json.loads(proc.stdout.splitlines()[-1])
+    return [(f"{name} [pure Python]", n, secs, rss) for name, n, secs, rss in out["rows"]], out["note"]
+
+
+def child_phases(path: Path, pause_gc: bool) -> None:
+    rows, _ = our_phases(path, pause_gc)
+    note = "compiled code loaded: " + ", ".join(compiled_modules()) if compiled_modules() else "no compiled code"
+    print(json.dumps({"rows": rows, "note": note}))
+
+
+def compiled_modules() -> list[str]:
+    return [name for name in (METADATA_NATIVE, FASTINIT_NATIVE) if native.load(name) is not None]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -208,7 +258,12 @@ def main() -> None:
     parser.add_argument("--no-gc-pause", action="store_true", help="decode + replay with the cyclic GC on")
     parser.add_argument("--profile", action="store_true", help="cProfile decode+replay of the first 200k records")
     parser.add_argument("--no-kafka", action="store_true", help="skip Kafka's own decoder (a JVM per run)")
+    parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python rows (KLGC_PURE_PYTHON=1)")
+    parser.add_argument("--child-phases", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_phases:
+        child_phases(args.child_phases, not args.no_gc_pause)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
@@ -221,30 +276,38 @@ def main() -> None:
             count_file.write_text(str(args.records))
             print(f"generated {written:,} records in {gen_s:.1f}s CPU")
         size = path.stat().st_size
-        print(f"log: {size / 2**20:.1f} MiB; RSS {peak_rss_mib():.0f} MiB")
+        print(f"log: {size / 2**20:.1f} MiB; RSS {peak_rss_mib():.0f} MiB; "
+              f"compiled: {', '.join(compiled_modules()) or 'none (pure Python)'}")
         rows = []
         n, secs = timed(kafka_python, path.read_bytes())
         rows.append(("kafka-python raw iteration", n, secs, peak_rss_mib()))
-        n, secs = timed(decode_only, path)
-        rows.append(("decode (iter_metadata_log)", n, secs, peak_rss_mib()))
-        (n, loader), secs = timed(decode_replay, path, not args.no_gc_pause)
-        gc_note = "GC on" if args.no_gc_pause else "GC paused"
-        rows.append((f"decode + replay ({gc_note})", n, secs, peak_rss_mib()))
-        n, secs = timed(load, path)
-        rows.append(("load_metadata (lone .log)", n, secs, peak_rss_mib()))
+        ours, loader = our_phases(path, not args.no_gc_pause)
+        rows += ours
+        pure_note = "pure-Python rows: skipped (--no-pure)"
+        if not args.no_pure:
+            pure, pure_note = pure_python_rows(path, not args.no_gc_pause)
+            rows += pure
+            pure_note = f"pure-Python rows: a child process with {PURE_PYTHON_ENV}=1 ({pure_note})"
         image = loader.image
         print(f"image: {len(image.topics)} topics, "
               f"{sum(len(t.partitions) for t in image.topics.by_id.values())} partitions, "
               f"{len(image.brokers)} brokers, {len(loader.events)} events, {len(image.replay_errors)} replay errors")
         kafka_note = kafka_peer(where, n, path, args.no_kafka, rows)
         ref = rows[0][1] / rows[0][2]
-        ours = rows[2][1] / rows[2][2]
-        print(f"\n{'phase':<44}{'records':>11}{'CPU s':>8}{'records/s':>12}{'vs kafka-py':>12}{'vs ours':>9}"
-              f"{'peak RSS MiB':>14}")
+        by_name = {name: n / secs for name, n, secs, _ in rows}
+        ours_rate = rows[2][1] / rows[2][2]
+        print(f"\n{'phase':<58}{'records':>11}{'CPU s':>8}{'records/s':>12}{'vs kafka-py':>12}{'vs ours':>9}"
+              f"{'vs pure':>9}{'peak RSS MiB':>14}")
         for name, n, secs, rss in rows:
             rate = n / secs
-            print(f"{name:<44}{n:>11,}{secs:>8.2f}{rate:>12,.0f}{rate / ref:>11.2f}x{rate / ours:>8.2f}x{rss:>14.0f}")
-        print("('vs ours' = against decode + replay; CPU of this process, of the JVM child for Kafka's rows)")
+            pure_rate = by_name.get(f"{name} [pure Python]")
+            vs_pure = f"{rate / pure_rate:>8.2f}x" if pure_rate else f"{'':>9}"
+            print(f"{name:<58}{n:>11,}{secs:>8.2f}{rate:>12,.0f}{rate / ref:>11.2f}x{rate / ours_rate:>8.2f}x"
+                  f"{vs_pure}{rss:>14.0f}")
+        print("('vs ours' = against decode + replay; 'vs pure' = compiled against the same phase in pure Python;\n"
+              " CPU of this process, of the child for the pure-Python rows, of the JVM child for Kafka's rows;\n"
+              " peak RSS is the process high-water mark so far, so it only grows down the table)")
+        print(pure_note)
         print(kafka_note)
         decode_s, replay_s = rows[1][2], rows[2][2]
         print(f"\nreplay share of decode+replay: {max(0.0, replay_s - decode_s) / replay_s:.0%}")

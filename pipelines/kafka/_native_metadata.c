@@ -46,7 +46,6 @@ enum {
 #define OK 0
 #define BAIL 1 /* this input needs the Python path (no exception set) */
 #define ERR (-1) /* a Python exception is set */
-#define MAX_SLOTS 64
 
 typedef struct Prog Prog;
 typedef struct {
@@ -63,6 +62,7 @@ struct Prog {
     Py_ssize_t nslots, nplain, ntagged;
     int flexible;
     Op *plain, *tagged;
+    PyObject *template; /* {key: default} in key order: each decoded dict starts as a copy of it */
     PyObject *owner; /* the spec tuple (strong ref; top level only) */
 };
 
@@ -82,6 +82,7 @@ static void prog_free(Prog *p) {
     for (Py_ssize_t i = 0; i < p->ntagged; i++) prog_free(p->tagged[i].sub);
     PyMem_Free(p->plain);
     PyMem_Free(p->tagged);
+    Py_XDECREF(p->template);
     Py_XDECREF(p->owner);
     PyMem_Free(p);
 }
@@ -143,8 +144,24 @@ static Prog *prog_build(PyObject *spec) {
     p->keys = PyTuple_GET_ITEM(spec, 0);
     p->defaults = PyTuple_GET_ITEM(spec, 1);
     p->nslots = PyTuple_GET_SIZE(p->keys);
-    if (p->nslots != PyTuple_GET_SIZE(p->defaults) || p->nslots > MAX_SLOTS) {
-        PyErr_SetString(PyExc_ValueError, "keys and defaults differ in length, or too many fields");
+    if (p->nslots != PyTuple_GET_SIZE(p->defaults)) {
+        PyErr_SetString(PyExc_ValueError, "keys and defaults differ in length");
+        prog_free(p);
+        return NULL;
+    }
+    p->template = PyDict_New();
+    if (p->template == NULL) {
+        prog_free(p);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < p->nslots; i++) {
+        if (PyDict_SetItem(p->template, PyTuple_GET_ITEM(p->keys, i), PyTuple_GET_ITEM(p->defaults, i)) < 0) {
+            prog_free(p);
+            return NULL;
+        }
+    }
+    if (PyDict_GET_SIZE(p->template) != p->nslots) {
+        PyErr_SetString(PyExc_ValueError, "duplicate keys");
         prog_free(p);
         return NULL;
     }
@@ -315,16 +332,18 @@ static int read_value(const Ctx *c, const Op *op, const uint8_t *b, Py_ssize_t *
  * with its unknown tags under ctx.unknown_key (as metadata_compiler's generated code does). */
 static int read_struct(const Ctx *c, const Prog *p, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, int nested,
                        PyObject **out, PyObject **unknown_out) {
-    PyObject *slots[MAX_SLOTS];
     PyObject *unknown = NULL;
-    PyObject *d = NULL;
+    PyObject *d = PyDict_Copy(p->template); /* every key at its default, in schema order */
+    if (d == NULL) return ERR;
     int rc = OK;
     Py_ssize_t q = *pos;
-    for (Py_ssize_t i = 0; i < p->nslots; i++) slots[i] = Py_NewRef(PyTuple_GET_ITEM(p->defaults, i));
     for (Py_ssize_t i = 0; i < p->nplain && rc == OK; i++) {
         PyObject *v;
         rc = read_value(c, &p->plain[i], b, &q, end, &v);
-        if (rc == OK) Py_SETREF(slots[p->plain[i].slot], v);
+        if (rc == OK) {
+            if (PyDict_SetItem(d, PyTuple_GET_ITEM(p->keys, p->plain[i].slot), v) < 0) rc = ERR;
+            Py_DECREF(v);
+        }
     }
     if (rc == OK && p->flexible) {
         uint32_t ntags;
@@ -343,10 +362,13 @@ static int read_struct(const Ctx *c, const Prog *p, const uint8_t *b, Py_ssize_t
                     break;
                 }
             }
-            if (op != NULL) {
+            if (op != NULL) { /* a repeated tag overwrites, as the generated Python does */
                 PyObject *v;
                 rc = read_value(c, op, b, &q, end, &v);
-                if (rc == OK) Py_SETREF(slots[op->slot], v);
+                if (rc == OK) {
+                    if (PyDict_SetItem(d, PyTuple_GET_ITEM(p->keys, op->slot), v) < 0) rc = ERR;
+                    Py_DECREF(v);
+                }
                 if (rc == OK && q != tend) rc = BAIL;
             } else {
                 if (unknown == NULL && (unknown = PyList_New(0)) == NULL) {
@@ -360,14 +382,6 @@ static int read_struct(const Ctx *c, const Prog *p, const uint8_t *b, Py_ssize_t
             }
         }
     }
-    if (rc == OK) {
-        d = PyDict_New();
-        if (d == NULL) rc = ERR;
-        for (Py_ssize_t i = 0; i < p->nslots && rc == OK; i++) {
-            if (PyDict_SetItem(d, PyTuple_GET_ITEM(p->keys, i), slots[i]) < 0) rc = ERR;
-        }
-    }
-    for (Py_ssize_t i = 0; i < p->nslots; i++) Py_DECREF(slots[i]);
     PyObject *unk = NULL;
     if (rc == OK) {
         unk = unknown == NULL ? PyTuple_New(0) : PyList_AsTuple(unknown);
