@@ -101,12 +101,18 @@ class _Run:
             self.expected = offset + 1
             yield item
             break
-        for item in items:
-            offset = item[0]
-            if offset != self.expected and not self._accept(offset, name, start):
-                continue
-            self.expected = offset + 1
-            yield item
+        expected = self.expected  # kept in a local on the hot path, written back before anything reads it
+        try:
+            for item in items:
+                offset = item[0]
+                if offset != expected:
+                    self.expected = expected
+                    if not self._accept(offset, name, start):
+                        continue
+                expected = offset + 1
+                yield item
+        finally:
+            self.expected = expected
 
     def _accept(self, offset: int, name: str, start: int) -> bool:
         """An offset other than the next expected one: below ``start`` or repeated (skipped), or after a gap."""
