@@ -11,6 +11,7 @@ varint, a tiny value not yet cached) hands the whole batch back to the pure-Pyth
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from typing import Any
 
@@ -51,8 +52,9 @@ def struct_program(fields: tuple[FieldSpec, ...], version: int, flexible: bool =
         op = (slot, _kind(f.type), f.nullable_in(version), -1 if f.tag is None else f.tag, sub)
         (ops_plain if f.tag is None else ops_tagged).append(op)
     ops_tagged.sort(key=lambda op: op[3])
-    return (tuple(f.name for f in fields), tuple(f.default for f in fields), tuple(ops_plain), tuple(ops_tagged),
-            flexible)
+    # interned keys, like the literal keys of the generated Python decoders: lookups by literal hit on identity
+    return (tuple(sys.intern(f.name) for f in fields), tuple(f.default for f in fields), tuple(ops_plain),
+            tuple(ops_tagged), flexible)
 
 
 def _programs(compiled: Any) -> tuple:
