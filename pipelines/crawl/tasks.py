@@ -36,8 +36,9 @@ from pipelines.kafka.gc_pause import gc_paused
 DEFAULT_FANOUT_DIRS = 2000
 #: Backends that can list a subset of partition dirs cheaply (SFTP lists a log dir in one command instead).
 FANOUT_BACKENDS = frozenset({"local", "file", "generic"})
-SUMMARIZING_BACKENDS = frozenset({"local", "file"})
-"""Backends whose ``list_log_dir`` takes ``summarize=True`` (the compiled lister sums partition dirs up)."""
+SUMMARIZING_BACKENDS = frozenset({"local", "file", "sftp", "ssh"})
+"""Backends whose ``list_log_dir`` takes ``summarize=True`` (partition dirs summed up while listed: the local
+compiled lister, the SFTP listing parser)."""
 
 
 def storage_errors() -> tuple[type[BaseException], ...]:

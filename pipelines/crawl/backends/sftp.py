@@ -46,11 +46,16 @@ from pipelines.crawl.listing import (
 )
 from pipelines.crawl.tar_stream import read_small_files
 from pipelines.errors import PipelinesError
+from pipelines.kafka.dir_summary import summarize_entries
+from pipelines.kafka.fast_init import fast_constructor
+from pipelines.kafka.listing import FileEntry
 
 SCHEMES: tuple[str, ...] = ("sftp", "ssh")
 _CD_FAILED = 97
 _KINDS = {"f": "file", "d": "directory"}
 _GZIP_MAGIC = b"\x1f\x8b"
+_new_listed = fast_constructor(ListedEntry)
+_new_file = fast_constructor(FileEntry)
 _STDERR = re.compile(r"^(find|tar): (?:'(.*?)'|(\S.*?)): (.+)$")
 
 
@@ -84,18 +89,24 @@ def _mtime_ns(text: str) -> int:
     return int(whole) * 1_000_000_000 + sign * int((frac + "000000000")[:9])
 
 
-def parse_output(root: str, stdout: bytes, stderr: str) -> Listing:
-    """Turn the command's output into a Listing (pure; tested without SSH). Gzip'd output is unpacked first."""
+def parse_output(root: str, stdout: bytes, stderr: str, *, summarize: bool = False) -> Listing:
+    """Turn the command's output into a Listing (pure; tested without SSH). Gzip'd output is unpacked first.
+
+    ``summarize``: sum each partition dir up while parsing (``Listing.summaries``; ``entries`` then holds only the
+    summaries' ``others``), as the local backend's compiled lister does: no per-file entries for segment files.
+    """
     if stdout.startswith(_GZIP_MAGIC):
         stdout = _gunzip(stdout, root)
     listing = Listing(root=root)
+    children: dict[str, list[FileEntry]] | None = {} if summarize else None
+    odd_parents: set[str] = set()
     end = stdout.find(b"\0\0") if not stdout.startswith(b"\0") else -1
     if stdout.startswith(b"\0"):
         pos = 1  # nothing listed: the end marker comes first
     elif end < 0:
         raise OSError(f"truncated listing from remote find under {root}")
     else:
-        _add_records(listing, stdout[:end].decode("utf-8", "surrogateescape").split("\0"))
+        _add_records(listing, stdout[:end].decode("utf-8", "surrogateescape").split("\0"), children, odd_parents)
         pos = end + 2
     end = stdout.find(b"\0", pos)
     stat_text = stdout[pos:end if end >= 0 else len(stdout)].decode("ascii", "replace").split()
@@ -106,6 +117,8 @@ def parse_output(root: str, stdout: bytes, stderr: str) -> Listing:
     if end >= 0 and end + 1 < len(stdout):
         _read_tar(listing, stdout[end + 1 :])
     _read_stderr(listing, stderr)
+    if children is not None:
+        _summarize(listing, children, odd_parents)
     return listing
 
 
@@ -118,18 +131,66 @@ def _gunzip(data: bytes, root: str) -> bytes:
         raise OSError(f"corrupt gzip stream from the remote listing under {root}: {exc}") from None
 
 
-def _add_records(listing: Listing, records: list[str]) -> None:
-    """One ``<link>\\t%y\\t%s\\t%T@\\t%P`` record a listed entry; this loop runs once per remote file."""
+def _add_records(
+    listing: Listing, records: list[str], children: dict[str, list[FileEntry]] | None, odd_parents: set[str]
+) -> None:
+    """One ``<link>\\t%y\\t%s\\t%T@\\t%P`` record a listed entry; this loop runs once per remote file.
+
+    With ``children``, an entry inside a partition dir goes to its dir's ``FileEntry`` list instead; a non-regular
+    one also waits in ``listing.entries`` (its dir in ``odd_parents``) until ``_summarize`` decides whether the
+    listing keeps it.
+    """
     entries = listing.entries
     for record in records:
         link, type_char, size, mtime, rel = record.split("\t", 4)
         if type_char == "f":
-            entries[rel] = ListedEntry(rel, "file", int(size), _mtime_ns(mtime), link == "1")
+            if children is not None:
+                parent, slash, name = rel.partition("/")
+                if slash:
+                    kid = _new_file(name, int(size), _mtime_ns(mtime), False, link == "1")
+                    kids = children.get(parent)
+                    if kids is None:
+                        children[parent] = [kid]
+                    else:
+                        kids.append(kid)
+                    continue
+            entry = _new_listed(rel, "file", int(size), _mtime_ns(mtime), link == "1")
         elif type_char == "l":  # under -L only a broken (or looping) link is still a link
             listing.errors.append(ListingError(rel, "list", "FileNotFoundError", BROKEN_LINK))
-            entries[rel] = ListedEntry(rel, "other", 0, 0, True)
+            entry = _new_listed(rel, "other", 0, 0, True)
         else:
-            entries[rel] = ListedEntry(rel, _KINDS.get(type_char, "other"), 0, _mtime_ns(mtime), link == "1")
+            entry = _new_listed(rel, _KINDS.get(type_char, "other"), 0, _mtime_ns(mtime), link == "1")
+        entries[rel] = entry
+        if children is not None and "/" in rel:
+            parent, _, name = rel.partition("/")
+            odd_parents.add(parent)
+            children.setdefault(parent, []).append(
+                _new_file(name, entry.size, entry.mtime_ns, entry.kind == "directory", entry.islink)
+            )
+
+
+def _summarize(listing: Listing, children: dict[str, list[FileEntry]], odd_parents: set[str]) -> None:
+    """Sum up every listed partition dir and keep in ``listing.entries`` only its entries that are not segment
+    files, as the local backend's compiled lister does.
+
+    A dir ``find`` could not list (in ``failed_dirs``) keeps all its entries and gets no summary: the scan then
+    reports it unreadable, as it does without summaries."""
+    entries, summaries = listing.entries, listing.summaries
+    for parent, kids in children.items():
+        if parent in listing.failed_dirs:
+            kept = kids
+        else:
+            summary = summaries[parent] = summarize_entries(kids)
+            kept = summary.others
+            if parent in odd_parents:  # drop the waiting non-regular entries that were summed up (segment names)
+                names = {e.name for e in kept}
+                for e in kids:
+                    if e.name not in names:
+                        entries.pop(f"{parent}/{e.name}", None)
+        for e in kept:
+            rel = f"{parent}/{e.name}"
+            if rel not in entries:  # a regular file
+                entries[rel] = _new_listed(rel, "file", e.size, e.mtime_ns, e.is_symlink)
 
 
 def _read_tar(listing: Listing, data: bytes) -> None:
@@ -248,8 +309,11 @@ def list_log_dir(
     *,
     only: Collection[str] | None = None,
     fanout_above: int | None = None,
+    summarize: bool = False,
 ) -> Listing:
     """List one remote log dir with one SSH command; call ``listing.close()`` when done reading.
+
+    ``summarize``: partition dirs come summed up (``listing.summaries``, see ``parse_output``).
 
     Raises:
         NoGnuFind: the remote find lacks ``-printf``.
@@ -267,7 +331,7 @@ def list_log_dir(
             stdout = _gunzip(stdout, target.path)
         if not stdout.startswith((b"0\t", b"1\t", b"\0")) or "printf" in stderr or "xtype" in stderr:
             raise NoGnuFind(f"remote find cannot -printf: {stderr.strip()[:200]}")
-        listing = parse_output(target.path, stdout, stderr)
+        listing = parse_output(target.path, stdout, stderr, summarize=summarize)
     except BaseException:
         client.close()
         raise
@@ -285,13 +349,14 @@ def list_log_dir_any(
     *,
     only: Collection[str] | None = None,
     fanout_above: int | None = None,
+    summarize: bool = False,
 ) -> Listing:
     """The registry entry: the one-command fast path, or a plain SFTP listing (sshfs) when find lacks -printf.
 
-    ``fanout_above`` is ignored: one command lists the whole log dir anyway.
+    ``fanout_above`` is ignored: one command lists the whole log dir anyway. ``summarize`` applies to the fast path.
     """
     try:
-        return list_log_dir(url, storage_options, only=only)
+        return list_log_dir(url, storage_options, only=only, summarize=summarize)
     except NoGnuFind:
         from sshfs import SSHFileSystem
 
