@@ -82,7 +82,6 @@ class MetadataDelta:
         self._scalars: dict[str, Any] = {}
         self._offset = -1
         self._timestamp_ms = -1
-        self._emit = self.emit  # bound once: the hot path hands it to the topics delta per record
 
     # -- lazily created parts ----------------------------------------------------------------------
     @property
@@ -130,7 +129,7 @@ class MetadataDelta:
         self.records += 1
         if name == _PARTITION_CHANGE:  # most records of a live log: no dispatch hop
             try:
-                (self._topics or self.topics).replay_partition_change(fields, self._emit)
+                (self._topics or self.topics).replay_partition_change(fields, self.emit)
             except ReplayError as exc:
                 self.fail(name, str(exc))
             except (KeyError, TypeError, AttributeError) as exc:
