@@ -127,6 +127,50 @@ def merge_change(old: PartitionImage, values: tuple) -> PartitionImage:
     )
 
 
+def pending_change(old: PartitionImage) -> list:
+    """A pending state over ``old`` that ``fold_change`` folds ISR/leader/ELR-only changes into and ``settle_change``
+    turns into the registration ``merge_change`` would have given record by record: ``[old, isr, leader,
+    leader changes, leader recovery state, elr, last known elr, changes]`` (None = unchanged)."""
+    return [old, None, None, 0, None, None, None, 0]
+
+
+def fold_change(state: list, values: tuple) -> None:
+    """Fold ``change_values`` that leave replicas, directories, adding and removing replicas alone (the first four
+    are None: checked by the caller) into ``state``."""
+    isr, _rm, _ad, elr, last_known_elr, leader, recovery = values[2:]
+    if isr is not None:
+        state[1] = tuple(isr)  # converted here, as merge_change does: a bad value fails on its own record
+    if leader is not None and leader != NO_LEADER_CHANGE:
+        state[2] = leader
+        state[3] += 1
+    if recovery is not None and recovery != -1:
+        state[4] = recovery
+    if elr is not None:
+        state[5] = tuple(elr)
+    if last_known_elr is not None:
+        state[6] = tuple(last_known_elr)
+    state[7] += 1
+
+
+def settle_change(state: list) -> PartitionImage:
+    """The registration a ``pending_change`` state stands for."""
+    old, isr, leader, leader_changes, recovery, elr, last_known_elr, changes = state
+    return _new_partition(
+        old.partition,
+        old.replicas,
+        old.isr if isr is None else isr,
+        old.removing_replicas,
+        old.adding_replicas,
+        old.leader if leader_changes == 0 else leader,
+        old.leader_epoch + leader_changes,
+        old.partition_epoch + changes,
+        old.directories,
+        old.leader_recovery_state if recovery is None else recovery,
+        old.elr if elr is None else elr,
+        old.last_known_elr if last_known_elr is None else last_known_elr,
+    )
+
+
 def clear_elr(old: PartitionImage) -> PartitionImage:
     """ClearElrRecord: drop ELR and LastKnownElr (the partition epoch goes up like any registration change)."""
     if not old.elr and not old.last_known_elr:

@@ -21,8 +21,11 @@ from pipelines.metadata.partition_merge import (
     all_change_values,
     change_values,
     clear_elr,
+    fold_change,
     merge_change,
     partition_from_record,
+    pending_change,
+    settle_change,
 )
 
 #: emit(event, topic_id, topic, partition, detail)
@@ -35,12 +38,23 @@ class _TopicChange:
     name: str
     base: Mapping[int, PartitionImage]
     changed: dict[int, PartitionImage] = field(default_factory=dict)
+    pending: dict[int, list] = field(default_factory=dict)
+    """ISR/leader/ELR-only changes folded per partition (``partition_merge.pending_change``), not yet in
+    ``changed``: everything but the hot path of ``replay_partition_change`` calls ``settle()`` first."""
+
+    def settle(self) -> None:
+        if self.pending:
+            for partition, state in self.pending.items():
+                self.changed[partition] = settle_change(state)
+            self.pending.clear()
 
     def get(self, partition: int) -> PartitionImage | None:
+        self.settle()
         found = self.changed.get(partition)
         return self.base.get(partition) if found is None else found
 
     def build(self, previous: TopicImage | None) -> TopicImage:
+        self.settle()
         if previous is not None and not self.changed and previous.partitions is self.base and (
             previous.name == self.name
         ):
@@ -130,19 +144,31 @@ class TopicsDelta:
         if change is None:
             change = self._topic(topic_id)
         partition = fields["partition_id"]
+        try:
+            values = all_change_values(fields)  # a decoded record has every field: one call
+        except KeyError:
+            values = change_values(fields)
+        if values[0] is None and values[1] is None and values[3] is None and values[4] is None:
+            # ISR/leader/ELR-only (the common case): no event can differ; folded, settled when read
+            state = change.pending.get(partition)
+            if state is None:
+                old = change.changed.get(partition)
+                if old is None:
+                    old = change.base.get(partition)
+                    if old is None:
+                        raise ReplayError(f"unknown partition {change.name}-{partition} (topic id {change.topic_id})")
+                state = change.pending[partition] = pending_change(old)
+            fold_change(state, values)
+            return
+        change.settle()
         changed = change.changed
         old = changed.get(partition)
         if old is None:
             old = change.base.get(partition)
             if old is None:
                 raise ReplayError(f"unknown partition {change.name}-{partition} (topic id {change.topic_id})")
-        try:
-            values = all_change_values(fields)  # a decoded record has every field: one call
-        except KeyError:
-            values = change_values(fields)
         changed[partition] = new = merge_change(old, values)
-        if values[0] is not None or values[1] is not None or values[3] is not None or values[4] is not None:
-            _emit_partition_diff(emit, change, old, new)  # else an ISR/leader/ELR-only change: no event can differ
+        _emit_partition_diff(emit, change, old, new)
 
     def replay_remove_topic(self, fields: Mapping[str, Any], emit: Emit) -> str:
         """Remove a topic; returns its name (the caller drops the topic's configs)."""
@@ -174,6 +200,7 @@ class TopicsDelta:
             ids = list(self.base.by_id)
         for topic_id in ids:
             change = self._topic(topic_id)
+            change.settle()
             for partition in set(change.base) | set(change.changed):
                 old = change.get(partition)
                 if old is not None:
