@@ -31,6 +31,7 @@ import pstats
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -207,42 +208,52 @@ def kafka_peer(where: Path, records: int, path: Path, disabled: bool, rows: list
     time_process([*cmd, str(tiny)])  # warm the page cache for the jars
     t_wall, t_cpu, _ = time_process([*cmd, str(tiny)])
     wall, cpu, rss = time_process([*cmd, str(path)])
-    rows.append((f"Kafka {KAFKA_VERSION} dump-log (whole JVM)", records, cpu, rss))
+    rows.append((f"Kafka {KAFKA_VERSION} dump-log (whole JVM)", records, cpu, cpu, rss))
     net_n, net_cpu, net_wall = records - tiny_n, cpu - t_cpu, wall - t_wall
-    rows.append((f"Kafka {KAFKA_VERSION} dump-log (start-up subtracted)", net_n, net_cpu, rss))
+    rows.append((f"Kafka {KAFKA_VERSION} dump-log (start-up subtracted)", net_n, net_cpu, net_cpu, rss))
     return (f"{why} {' '.join(JVM_OPTS)}: wall {wall:.2f}s ({records / wall:,.0f} records/s), "
             f"child CPU {cpu:.2f}s; JVM start-up on a {tiny_n}-record log: wall {t_wall:.2f}s, CPU {t_cpu:.2f}s; "
             f"start-up subtracted: wall {net_wall:.2f}s ({net_n / net_wall:,.0f} records/s). "
             "It decodes and prints JSON; it replays nothing.")
 
 
-def our_phases(path: Path, pause_gc: bool) -> tuple[list[tuple[str, int, float, float]], MetadataLoader]:
-    """decode, decode + replay, load_metadata: (name, records, CPU s, peak RSS MiB) rows and the loader."""
+def repeated(fn, repeat: int, *args):
+    """(result of the last run, best CPU s, median CPU s) over ``repeat`` runs."""
+    times = []
+    for _ in range(repeat):
+        result, secs = timed(fn, *args)
+        times.append(secs)
+    return result, min(times), statistics.median(times)
+
+
+def our_phases(path: Path, pause_gc: bool, repeat: int) -> tuple[list[tuple], MetadataLoader]:
+    """decode, decode + replay, load_metadata: (name, records, best CPU s, median CPU s, peak RSS MiB) rows."""
     rows = []
-    n, secs = timed(decode_only, path)
-    rows.append(("decode (iter_metadata_log)", n, secs, peak_rss_mib()))
-    (n, loader), secs = timed(decode_replay, path, pause_gc)
+    n, best, median = repeated(decode_only, repeat, path)
+    rows.append(("decode (iter_metadata_log)", n, best, median, peak_rss_mib()))
+    (n, loader), best, median = repeated(decode_replay, repeat, path, pause_gc)
     gc_note = "GC paused" if pause_gc else "GC on"
-    rows.append((f"decode + replay ({gc_note})", n, secs, peak_rss_mib()))
-    n, secs = timed(load, path)
-    rows.append(("load_metadata (lone .log)", n, secs, peak_rss_mib()))
+    rows.append((f"decode + replay ({gc_note})", n, best, median, peak_rss_mib()))
+    n, best, median = repeated(load, repeat, path)
+    rows.append(("load_metadata (lone .log)", n, best, median, peak_rss_mib()))
     return rows, loader
 
 
-def pure_python_rows(path: Path, pause_gc: bool) -> tuple[list[tuple[str, int, float, float]], str]:
+def pure_python_rows(path: Path, pause_gc: bool, repeat: int) -> tuple[list[tuple], str]:
     """``our_phases`` in a child process with ``KLGC_PURE_PYTHON=1`` (the compiled code is then never loaded, the
     fast constructors included); the child's own CPU time and peak RSS."""
     env = dict(os.environ, **{PURE_PYTHON_ENV: "1"})
-    cmd = [sys.executable, __file__, "--child-phases", str(path)] + ([] if pause_gc else ["--no-gc-pause"])
+    cmd = [sys.executable, __file__, "--child-phases", str(path), "--repeat", str(repeat)]
+    cmd += [] if pause_gc else ["--no-gc-pause"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return [], f"pure-Python child failed: {proc.stderr[-1500:]}"
     out = json.loads(proc.stdout.splitlines()[-1])
-    return [(f"{name} [pure Python]", n, secs, rss) for name, n, secs, rss in out["rows"]], out["note"]
+    return [(f"{row[0]} [pure Python]", *row[1:]) for row in out["rows"]], out["note"]
 
 
-def child_phases(path: Path, pause_gc: bool) -> None:
-    rows, _ = our_phases(path, pause_gc)
+def child_phases(path: Path, pause_gc: bool, repeat: int) -> None:
+    rows, _ = our_phases(path, pause_gc, repeat)
     note = "compiled code loaded: " + ", ".join(compiled_modules()) if compiled_modules() else "no compiled code"
     print(json.dumps({"rows": rows, "note": note}))
 
@@ -259,10 +270,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile decode+replay of the first 200k records")
     parser.add_argument("--no-kafka", action="store_true", help="skip Kafka's own decoder (a JVM per run)")
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python rows (KLGC_PURE_PYTHON=1)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each of our phases (best and median shown)")
     parser.add_argument("--child-phases", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_phases:
-        child_phases(args.child_phases, not args.no_gc_pause)
+        child_phases(args.child_phases, not args.no_gc_pause, args.repeat)
         return
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
@@ -279,13 +291,15 @@ def main() -> None:
         print(f"log: {size / 2**20:.1f} MiB; RSS {peak_rss_mib():.0f} MiB; "
               f"compiled: {', '.join(compiled_modules()) or 'none (pure Python)'}")
         rows = []
-        n, secs = timed(kafka_python, path.read_bytes())
-        rows.append(("kafka-python raw iteration", n, secs, peak_rss_mib()))
-        ours, loader = our_phases(path, not args.no_gc_pause)
+        data = path.read_bytes()
+        n, best, median = repeated(kafka_python, args.repeat, data)
+        del data
+        rows.append(("kafka-python raw iteration", n, best, median, peak_rss_mib()))
+        ours, loader = our_phases(path, not args.no_gc_pause, args.repeat)
         rows += ours
         pure_note = "pure-Python rows: skipped (--no-pure)"
         if not args.no_pure:
-            pure, pure_note = pure_python_rows(path, not args.no_gc_pause)
+            pure, pure_note = pure_python_rows(path, not args.no_gc_pause, args.repeat)
             rows += pure
             pure_note = f"pure-Python rows: a child process with {PURE_PYTHON_ENV}=1 ({pure_note})"
         image = loader.image
@@ -294,16 +308,16 @@ def main() -> None:
               f"{len(image.brokers)} brokers, {len(loader.events)} events, {len(image.replay_errors)} replay errors")
         kafka_note = kafka_peer(where, n, path, args.no_kafka, rows)
         ref = rows[0][1] / rows[0][2]
-        by_name = {name: n / secs for name, n, secs, _ in rows}
+        by_name = {row[0]: row[1] / row[2] for row in rows}
         ours_rate = rows[2][1] / rows[2][2]
-        print(f"\n{'phase':<58}{'records':>11}{'CPU s':>8}{'records/s':>12}{'vs kafka-py':>12}{'vs ours':>9}"
-              f"{'vs pure':>9}{'peak RSS MiB':>14}")
-        for name, n, secs, rss in rows:
-            rate = n / secs
+        print(f"\n{'phase (records/s from the best of ' + str(args.repeat) + ' runs)':<58}{'records':>11}{'CPU s':>7}"
+              f"{'median':>7}{'records/s':>11}{'vs kafka-py':>12}{'vs ours':>8}{'vs pure':>8}{'peak RSS MiB':>13}")
+        for name, n, best, median, rss in rows:
+            rate = n / best
             pure_rate = by_name.get(f"{name} [pure Python]")
-            vs_pure = f"{rate / pure_rate:>8.2f}x" if pure_rate else f"{'':>9}"
-            print(f"{name:<58}{n:>11,}{secs:>8.2f}{rate:>12,.0f}{rate / ref:>11.2f}x{rate / ours_rate:>8.2f}x"
-                  f"{vs_pure}{rss:>14.0f}")
+            vs_pure = f"{rate / pure_rate:>7.2f}x" if pure_rate else f"{'':>8}"
+            print(f"{name:<58}{n:>11,}{best:>7.2f}{median:>7.2f}{rate:>11,.0f}{rate / ref:>11.2f}x"
+                  f"{rate / ours_rate:>7.2f}x{vs_pure}{rss:>13.0f}")
         print("('vs ours' = against decode + replay; 'vs pure' = compiled against the same phase in pure Python;\n"
               " CPU of this process, of the child for the pure-Python rows, of the JVM child for Kafka's rows;\n"
               " peak RSS is the process high-water mark so far, so it only grows down the table)")
