@@ -7,15 +7,33 @@ compare both; an operator can rule the compiled code out).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+from collections.abc import Iterator
 from types import ModuleType
 
 PURE_PYTHON_ENV = "KLGC_PURE_PYTHON"
+_pure_blocks = 0
+
+
+@contextlib.contextmanager
+def pure_python() -> Iterator[None]:
+    """Within the block ``load`` returns None, so code that loads its compiled twin per call runs the reference.
+
+    The executor re-reads controller metadata in such a block: its safety re-check then shares no compiled code with
+    the crawl and plan that produced the plan (constructors bound at import time stay as they are).
+    """
+    global _pure_blocks
+    _pure_blocks += 1
+    try:
+        yield
+    finally:
+        _pure_blocks -= 1
 
 
 def pure_python_forced() -> bool:
-    return os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
+    return _pure_blocks > 0 or os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
 
 
 def load(module: str) -> ModuleType | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pipelines import native
 from pipelines.config.models import MetadataConfig
 from pipelines.errors import DecodeError, PipelinesError, PreconditionFailed
 from pipelines.kafka.uuid import Uuid
@@ -64,7 +65,8 @@ def load_assignment_check(metadata: MetadataConfig) -> Callable[[PlanItem, int],
     from pipelines.metadata import load_metadata
 
     try:
-        result = load_metadata(metadata.source, metadata.storage_options or None)
+        with native.pure_python():  # the reference decoder: no compiled code shared with the planner's replay
+            result = load_metadata(metadata.source, metadata.storage_options or None)
     except (OSError, ValueError, PipelinesError) as exc:
         raise PreconditionFailed(f"cannot re-read controller metadata {metadata.source}: {exc}") from None
     return assignment_from_image(result.image)
