@@ -100,12 +100,12 @@ def parse_output(root: str, stdout: bytes, stderr: str, *, summarize: bool = Fal
     listing = Listing(root=root)
     children: dict[str, list[FileEntry]] | None = {} if summarize else None
     odd_parents: set[str] = set()
-    end = stdout.find(b"\0\0") if not stdout.startswith(b"\0") else -1
     if stdout.startswith(b"\0"):
         pos = 1  # nothing listed: the end marker comes first
-    elif end < 0:
-        raise OSError(f"truncated listing from remote find under {root}")
     else:
+        end = stdout.find(b"\0\0")  # the last record's NUL, then the empty record's
+        if end < 0:
+            raise OSError(f"truncated listing from remote find under {root}")
         _add_records(listing, stdout[:end].decode("utf-8", "surrogateescape").split("\0"), children, odd_parents)
         pos = end + 2
     end = stdout.find(b"\0", pos)
