@@ -176,6 +176,8 @@ def mutate(config: AppConfig, rng: random.Random, steps: int, now: datetime) -> 
         elif op in ("rename_suffix", "copy_suffix"):
             suffix = rng.choice(["stray", "future", "delete"])
             dst = Path(rng.choice([log_dir, *others])) / f"{src.name}.{_unique(rng)}-{suffix}"
+            if dst.exists():  # hypothesis's random may draw the same unique id twice (e.g. all zeros)
+                continue
             (shutil.move if op == "rename_suffix" else shutil.copytree)(str(src), str(dst))
             _age(dst, rng, now)
         elif op == "copy_other_broker" and len(brokers) > 1:
