@@ -97,6 +97,25 @@ def assigned_dirs(config: AppConfig, image: MetadataImage,
     return out
 
 
+def delete_dirs_without_id_of_assigned(config: AppConfig, image: MetadataImage) -> set[DirKey]:
+    """``-delete`` dirs with no readable topic id whose topic NAME and partition the controller assigns to the broker.
+
+    The planner plans such a dir when it is old (``stuck_delete``: no id to compare); the executor, which cannot
+    prove the id differs either, refuses it. A known disagreement on the safe side (closing note of session 2).
+    """
+    names = {(broker, topic.name, p) for topic in image.topics.by_id.values() for p, part in topic.partitions.items()
+             for broker in (*part.replicas, *part.adding_replicas)}
+    out: set[DirKey] = set()
+    for broker in config.brokers:
+        for log_dir in broker.log_dirs:
+            for entry in Path(log_dir).iterdir():
+                parts = name_parts(entry.name) if entry.is_dir() else None
+                if parts is not None and parts[0] == "delete" and topic_id_on_disk(entry) is None \
+                        and (broker.broker_id, parts[1], parts[2]) in names:
+                    out.add((broker.broker_id, log_dir, entry.name))
+    return out
+
+
 def tree_digest(path: Path) -> dict[str, str]:
     """relative path → sha256 of the content (``dir`` for directories), symlinks by target."""
     out: dict[str, str] = {}

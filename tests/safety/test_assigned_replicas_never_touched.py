@@ -73,7 +73,8 @@ def check_one(spec: ClusterSpec, rng: random.Random, steps: int, stats: Counter[
         done = W.mutate(c.config, rng, steps, now)
         c = W.crawl(result.config_path, now, cluster_id)
         assigned = W.assigned_dirs(c.config, c.image)
-        delete_of_assigned = W.assigned_dirs(c.config, c.image, kinds=("delete",)).keys()
+        delete_of_assigned = (W.assigned_dirs(c.config, c.image, kinds=("delete",)).keys()
+                              | W.delete_dirs_without_id_of_assigned(c.config, c.image))
         before = W.log_dir_digest(c.config)
         context = f"spec={spec}\nmutations:\n  " + "\n  ".join(done)
         assert assigned, context  # every generated cluster has live replicas
@@ -92,8 +93,9 @@ def check_one(spec: ClusterSpec, rng: random.Random, steps: int, stats: Counter[
             approval.approve(store, plan.plan_id, by="reviewer", policy=policy, now=now)
             outcomes = _apply_everywhere(c, store, plan.plan_id)
             skipped = {(i.broker_id, i.log_dir, i.dir_name) for i in plan.items if outcomes[i.item_id] != "quarantined"}
-            # Known disagreement (test_found_gaps.py): a stuck -delete dir whose topic id is still assigned to
-            # the broker is planned, and the executor refuses it. Any other skip is a failure.
+            # Known disagreements on the safe side: a stuck -delete dir whose topic id (or, with no readable id,
+            # whose name) is still assigned to the broker may be planned; the executor refuses it. Any other skip
+            # is a failure.
             assert skipped <= delete_of_assigned, f"{outcomes}\n{context}"
             stats["planned_delete_of_assigned"] += len(planned & delete_of_assigned)
         else:
