@@ -97,8 +97,18 @@ def assigned_dirs(config: AppConfig, image: MetadataImage,
     return out
 
 
+def _valid_id(text: str | None) -> bool:
+    from pipelines.errors import DecodeError
+    from pipelines.kafka.uuid import Uuid
+
+    try:
+        return text is not None and Uuid.from_string(text) is not None
+    except DecodeError:
+        return False
+
+
 def delete_dirs_without_id_of_assigned(config: AppConfig, image: MetadataImage) -> set[DirKey]:
-    """``-delete`` dirs with no readable topic id whose topic NAME and partition the controller assigns to the broker.
+    """``-delete`` dirs with no valid topic id whose topic NAME and partition the controller assigns to the broker.
 
     The planner plans such a dir when it is old (``stuck_delete``: no id to compare); the executor, which cannot
     prove the id differs either, refuses it. A known disagreement on the safe side (closing note of session 2).
@@ -110,7 +120,7 @@ def delete_dirs_without_id_of_assigned(config: AppConfig, image: MetadataImage) 
         for log_dir in broker.log_dirs:
             for entry in Path(log_dir).iterdir():
                 parts = name_parts(entry.name) if entry.is_dir() else None
-                if parts is not None and parts[0] == "delete" and topic_id_on_disk(entry) is None \
+                if parts is not None and parts[0] == "delete" and not _valid_id(topic_id_on_disk(entry)) \
                         and (broker.broker_id, parts[1], parts[2]) in names:
                     out.add((broker.broker_id, log_dir, entry.name))
     return out
