@@ -22,6 +22,7 @@ from typing import Any
 from pipelines.kafka.metadata_log import FieldsRecord, LogEntry, MetadataLog
 from pipelines.metadata.delta import FaultHandler, MetadataDelta
 from pipelines.metadata.events import MetadataEvent
+from pipelines.metadata.fold import FOLD_CONTEXT, folder
 from pipelines.metadata.image import EMPTY, MetadataImage, MetadataProvenance, ReplayProblem
 
 Publisher = Callable[[MetadataDelta, MetadataImage], None]
@@ -30,6 +31,7 @@ _BEGIN = "BeginTransactionRecord"
 _END = "EndTransactionRecord"
 _ABORT = "AbortTransactionRecord"
 _MARKERS = frozenset({_BEGIN, _END, _ABORT})
+_PARTITION_CHANGE = "PartitionChangeRecord"
 SNAPSHOT_HEADER = "SNAPSHOT_HEADER"
 SNAPSHOT_FOOTER = "SNAPSHOT_FOOTER"
 
@@ -154,8 +156,10 @@ class MetadataLoader:
         markers = _MARKERS
         limit = self.max_delta_records
         fields_record = FieldsRecord
+        fold, context = folder(), FOLD_CONTEXT
         delta = self._delta
         replay = delta.replay_fields
+        changed = None  # the delta's TopicsDelta.changed once it exists: where fold finds pending partition states
         seen = 0
         last = None  # the last item replayed here and not yet written back to self._last
         try:
@@ -177,16 +181,23 @@ class MetadataLoader:
                     feed(LogEntry(*item))
                     delta = self._delta
                     replay = delta.replay_fields
+                    changed = None
                     continue
                 seen += 1
                 last = item
-                replay(name, fields, item[0], item[1])
+                if name == _PARTITION_CHANGE and changed is not None and fold(context, changed, fields):
+                    delta.records += 1  # what replay_fields counts; a folded record reports nothing
+                else:
+                    replay(name, fields, item[0], item[1])
+                    if changed is None and delta._topics is not None:
+                        changed = delta._topics.changed
                 if delta.records >= limit:  # outside a transaction here (checked above)
                     self._last = (item[0], item[2], item[1])
                     last = None
                     self._flush(self._last)
                     delta = self._delta
                     replay = delta.replay_fields
+                    changed = None
         finally:
             self.records_seen += seen
             if last is not None:

@@ -24,6 +24,8 @@ from pipelines.metadata.image import PartitionImage
 
 NO_LEADER_CHANGE = -2
 NO_LEADER = -1
+KEEP_RECOVERY_STATE = -1
+"""A PartitionChangeRecord's LeaderRecoveryState that keeps the old one."""
 
 _new_partition = fast_constructor(PartitionImage)
 
@@ -65,20 +67,21 @@ def partition_from_record(fields: Mapping[str, Any]) -> PartitionImage:
     )
 
 
-_CHANGE_KEYS = ("replicas", "directories", "isr", "removing_replicas", "adding_replicas", "eligible_leader_replicas",
-                "last_known_elr", "leader", "leader_recovery_state")
-_CHANGE_DEFAULTS = (None, None, None, None, None, None, None, NO_LEADER_CHANGE, -1)
-all_change_values = itemgetter(*_CHANGE_KEYS)
+CHANGE_KEYS = ("replicas", "directories", "isr", "removing_replicas", "adding_replicas", "eligible_leader_replicas",
+               "last_known_elr", "leader", "leader_recovery_state")
+"""The PartitionChangeRecord fields the merge reads, in the order of ``change_values``."""
+_CHANGE_DEFAULTS = (None, None, None, None, None, None, None, NO_LEADER_CHANGE, KEEP_RECOVERY_STATE)
+all_change_values = itemgetter(*CHANGE_KEYS)
 """``change_values`` of a mapping that has every key (raises KeyError otherwise)."""
 
 
 def change_values(fields: Mapping[str, Any]) -> tuple:
-    """The PartitionChangeRecord values ``merge_change`` reads, in ``_CHANGE_KEYS`` order (absent ones at the
+    """The PartitionChangeRecord values ``merge_change`` reads, in ``CHANGE_KEYS`` order (absent ones at the
     "no change" defaults). The first four tell whether the replica set changes (what events report)."""
     try:
         return all_change_values(fields)
     except KeyError:
-        return tuple(fields.get(k, d) for k, d in zip(_CHANGE_KEYS, _CHANGE_DEFAULTS, strict=True))
+        return tuple(fields.get(k, d) for k, d in zip(CHANGE_KEYS, _CHANGE_DEFAULTS, strict=True))
 
 
 def merge_partition_change(old: PartitionImage, fields: Mapping[str, Any]) -> PartitionImage:
@@ -121,7 +124,7 @@ def merge_change(old: PartitionImage, values: tuple) -> PartitionImage:
         leader_epoch,
         old.partition_epoch + 1,
         dirs,
-        old.leader_recovery_state if recovery is None or recovery == -1 else recovery,
+        old.leader_recovery_state if recovery is None or recovery == KEEP_RECOVERY_STATE else recovery,
         old.elr if elr is None else tuple(elr),
         old.last_known_elr if last_known_elr is None else tuple(last_known_elr),
     )
@@ -143,7 +146,7 @@ def fold_change(state: list, values: tuple) -> None:
     if leader is not None and leader != NO_LEADER_CHANGE:
         state[2] = leader
         state[3] += 1
-    if recovery is not None and recovery != -1:
+    if recovery is not None and recovery != KEEP_RECOVERY_STATE:
         state[4] = recovery
     if elr is not None:
         state[5] = tuple(elr)
