@@ -15,6 +15,7 @@ from pipelines.errors import DecodeError
 
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 _MASK64 = (1 << 64) - 1
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 class Uuid(tuple):
@@ -84,11 +85,12 @@ class Uuid(tuple):
 
     # -- forms --------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        return self.msb.to_bytes(8, "big") + self.lsb.to_bytes(8, "big")
+        return (self[0] << 64 | self[1]).to_bytes(16, "big")
 
     def __str__(self) -> str:
         """Kafka's text form: 22 characters of unpadded base64url."""
-        return base64.urlsafe_b64encode(self.to_bytes()).decode("ascii")[:22]
+        raw = (self[0] << 64 | self[1]).to_bytes(16, "big")
+        return binascii.b2a_base64(raw, newline=False)[:22].translate(_URLSAFE).decode("ascii")
 
     def hex(self) -> str:
         """32 lowercase hex digits, no dashes."""

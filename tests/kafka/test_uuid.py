@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import pickle
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipelines.errors import DecodeError
 from pipelines.kafka.uuid import LOST, METADATA_TOPIC_ID, MIGRATING, ONE, UNASSIGNED, ZERO, Uuid
@@ -29,6 +32,14 @@ def test_text_form_is_22_char_base64url_and_round_trips() -> None:
     assert Uuid.from_string(text) == SAMPLE
     assert Uuid.from_string(text + "==") == SAMPLE
     assert f"{SAMPLE}" == text
+
+
+@given(raw=st.binary(min_size=16, max_size=16))
+def test_text_and_wire_forms_match_the_standard_library(raw: bytes) -> None:
+    u = Uuid.from_bytes(raw)
+    assert u.to_bytes() == raw
+    assert str(u) == base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")  # Kafka: unpadded base64url
+    assert Uuid.from_string(str(u)) == u
 
 
 @pytest.mark.parametrize("bad", ["", "abc", "A" * 23, "A" * 21 + "!", "00010203-0405-0607-0809-0a0b0c0d0e0f"])
