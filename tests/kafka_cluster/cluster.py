@@ -14,9 +14,10 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,6 +319,36 @@ class KafkaCluster:
         for n in [self.controller, *self.brokers.values()]:
             parts.append(f"----- {n.log.name} (running={n.running}) -----\n{tail(n.log, lines)}")
         return "\n".join(parts)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[KafkaCluster]:
+        """Start the cluster for the block and always close it; a failure (start-up's or the block's) prints the
+        JVMs' log tails to stderr first (a module-scoped fixture's teardown has no test report to attach them to)."""
+        try:
+            self.start()
+            yield self
+        except Exception:
+            print(self.log_tails(60), file=sys.stderr)
+            raise
+        finally:
+            self.close()
+
+    def replayed_image(self, until: Callable[[Any], bool] = lambda _: True, timeout: float = 90.0) -> Any:
+        """The controller's metadata log replayed by the project (a ``MetadataImage``), once complete and showing
+        ``until``.
+
+        The controller answers admin calls from its in-memory state and appends the records to its log a moment
+        later (``controller.quorum.append.linger.ms``), so a state the admin API already shows is waited for here.
+        """
+        from pipelines.metadata import load_metadata
+
+        def replayed() -> Any:
+            result = load_metadata(str(self.metadata_dir))
+            ok = result.image.complete and not result.errors and until(result.image)
+            return result.image if ok else None
+
+        return wait_for("a complete replay of the controller's metadata log in the expected state", replayed,
+                        timeout=timeout)
 
     # ---------------------------------------------------------------- clients
     def admin(self) -> Any:

@@ -8,7 +8,6 @@ partitions and replicas.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,14 +34,8 @@ def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         tmp_path_factory.mktemp(f"kraft-admin-{request.param}"), jars, brokers=2, dirs_per_broker=1,
         broker_config={"offsets.topic.num.partitions": "3"}, per_broker={2: {DELAY_KEY: "600000"}},
     )
-    try:
-        cluster.start()
+    with cluster.running():
         yield cluster
-    except Exception:
-        print(cluster.log_tails(60), file=sys.stderr)
-        raise
-    finally:
-        cluster.close()
 
 
 def shape(image: MetadataImage) -> Shape:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from pipelines.config.models import BrokerConfig, DetectConfig
 from pipelines.crawl.local_crawl import crawl_local
 from pipelines.detect import classes as C
-from pipelines.metadata import MetadataImage, load_metadata
+from pipelines.metadata import MetadataImage
 from pipelines.plan.recheck import DirFacts, assigned_here, classify, live_copies
 
 pytestmark = pytest.mark.integration
@@ -42,27 +41,11 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     jars = resolve_or_skip(KAFKA_4)
     cluster = KafkaCluster(tmp_path_factory.mktemp("jbod"), jars, brokers=1,
                            broker_config={"replica.fetch.max.bytes": "16384"})
-    try:
-        cluster.start()
+    with cluster.running():
         yield cluster
-    except Exception:
-        print(cluster.log_tails(60), file=sys.stderr)
-        raise
-    finally:
-        cluster.close()
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def image_of(kafka: KafkaCluster, until: Callable[[MetadataImage], bool] = lambda _: True) -> MetadataImage:
-    def replayed() -> MetadataImage | None:
-        result = load_metadata(str(kafka.metadata_dir))
-        ok = result.image.complete and not result.errors and until(result.image)
-        return result.image if ok else None
-
-    return wait_for("a complete replay of the controller's metadata log in the expected state", replayed,
-                    timeout=90)
 
 
 def crawl(kafka: KafkaCluster) -> tuple[list[DirFacts], dict[str, str]]:
@@ -144,7 +127,7 @@ def assert_after_move(kafka: KafkaCluster, topic: str, target: Path) -> None:
     copy still on disk is a ``-delete`` that stays pending even when made old (the replica is assigned here)."""
     _, dir_ids = crawl(kafka)
     new_id = dir_ids[str(target)]
-    image = image_of(kafka, until=lambda i: str(i.topics.by_name[topic].partitions[0].directory_of(BROKER))
+    image = kafka.replayed_image(until=lambda i: str(i.topics.by_name[topic].partitions[0].directory_of(BROKER))
                      == new_id)
     seen = classified(kafka, topic, image)
     live = [(f, c) for f, c in seen if f.kind == "live"]
@@ -166,7 +149,7 @@ def assert_after_move(kafka: KafkaCluster, topic: str, target: Path) -> None:
 def test_completed_move_between_log_dirs(kafka: KafkaCluster) -> None:
     live = create(kafka, "jbod_done", values=50, size=200)
     target = other_dir(kafka, live)
-    before = image_of(kafka, until=lambda i: "jbod_done" in i.topics.by_name)
+    before = kafka.replayed_image(until=lambda i: "jbod_done" in i.topics.by_name)
     _, dir_ids = crawl(kafka)
     assert str(before.topics.by_name["jbod_done"].partitions[0].directory_of(BROKER)) == dir_ids[str(live.parent)]
 
@@ -186,7 +169,7 @@ def test_future_dir_in_flight_is_never_garbage(kafka: KafkaCluster) -> None:
         (future,) = wait_for("the -future dir in the target log dir",
                              lambda: [p for p in dirs_of(kafka, "jbod_slow") if p.name.endswith("-future")])
         assert future.parent == target
-        image = image_of(kafka, until=lambda i: "jbod_slow" in i.topics.by_name)
+        image = kafka.replayed_image(until=lambda i: "jbod_slow" in i.topics.by_name)
         # Kafka creates the -future dir first and writes its partition.metadata a moment later (the file is
         # flushed lazily); in that window the dir is missing_partition_metadata, never plannable either
         for f, c in classified(kafka, "jbod_slow", image):

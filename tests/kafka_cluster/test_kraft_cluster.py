@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from pipelines.config.models import BrokerConfig, DetectConfig
 from pipelines.crawl.local_crawl import crawl_local
 from pipelines.detect import classes as C
 from pipelines.kafka.uuid import Uuid
-from pipelines.metadata import MetadataImage, load_metadata
+from pipelines.metadata import MetadataImage
 from pipelines.plan.model import GcPlan, PlanItem
 from pipelines.plan.recheck import DirFacts, assigned_here, classify, live_copies
 
@@ -47,14 +47,8 @@ def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         tmp_path_factory.mktemp(f"kraft-{request.param}"), jars,
         per_broker={3: {"log.segment.delete.delay.ms": str(DELETE_DELAY_MS)}},
     )
-    try:
-        cluster.start()
+    with cluster.running():
         yield cluster
-    except Exception:
-        print(cluster.log_tails(60), file=sys.stderr)
-        raise
-    finally:
-        cluster.close()
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -65,21 +59,6 @@ def _all_brokers_up(kafka: KafkaCluster) -> None:
     """A test that failed with a broker stopped must not leave the next test a different cluster."""
     for broker_id in kafka.brokers:
         kafka.start_broker(broker_id)
-
-
-def image_of(kafka: KafkaCluster, until: Callable[[MetadataImage], bool] = lambda _: True) -> MetadataImage:
-    """The controller's metadata log replayed by the project, once complete and showing ``until``.
-
-    The controller answers admin calls from its in-memory state and appends the records to its log a moment
-    later (``controller.quorum.append.linger.ms``), so a state the admin API already shows is waited for here.
-    """
-    def replayed() -> MetadataImage | None:
-        result = load_metadata(str(kafka.metadata_dir))
-        ok = result.image.complete and not result.errors and until(result.image)
-        return result.image if ok else None
-
-    return wait_for("a complete replay of the controller's metadata log in the expected state", replayed,
-                    timeout=90)
 
 
 def replicas(image: MetadataImage, topic: str, partition: int) -> set[int] | None:
@@ -102,7 +81,7 @@ def classify_broker(kafka: KafkaCluster, broker_id: int, *, now: datetime | None
                     image: MetadataImage | None = None) -> dict[tuple[str, int, str], list[str]]:
     """(topic, partition, kind) → classes of the broker's dirs with that name (several ``-stray``/``-delete`` may)."""
     facts, _ = crawl(kafka, broker_id)
-    image = image or image_of(kafka)
+    image = image or kafka.replayed_image()
     copies = live_copies(facts)
     out: dict[tuple[str, int, str], list[str]] = {}
     for f in facts:
@@ -195,7 +174,7 @@ def test_broker_down_during_delete_recreate_and_reassign(kafka: KafkaCluster) ->
     create(kafka, "t", {0: [1, 2], 1: [2, 1]})
     reassign(kafka, "moved", 0, [1, 2])
     wait_for("the reassignment of moved-0 to complete", lambda: not ongoing(kafka))
-    image = image_of(kafka, until=lambda i: "gone" not in i.topics.by_name and replicas(i, "moved", 0) == {1, 2}
+    image = kafka.replayed_image(until=lambda i: "gone" not in i.topics.by_name and replicas(i, "moved", 0) == {1, 2}
                      and replicas(i, "t", 0) == {1, 2} and replicas(i, "t", 1) == {1, 2})
 
     seen = classify_broker(kafka, 3, image=image)
@@ -230,7 +209,7 @@ def test_inflight_reassignment_is_never_garbage_then_delete_dir_is_pending(kafka
     moving = ongoing(kafka)
     assert TopicPartition("inflight", 0) in moving, moving
 
-    image = image_of(kafka, until=lambda i: replicas(i, "inflight", 0) == {1, 2, 3})
+    image = kafka.replayed_image(until=lambda i: replicas(i, "inflight", 0) == {1, 2, 3})
     part = image.topics.by_name["inflight"].partitions[0]
     assert set(part.adding_replicas) == {2} and set(part.removing_replicas) == {3}
     facts, _ = crawl(kafka, 3)
@@ -296,13 +275,13 @@ def test_admin_view_equals_the_replayed_image(kafka: KafkaCluster) -> None:
             admin.close()
 
     def replayed() -> dict[str, tuple[str, dict[int, tuple[int, ...]]]]:
-        image = image_of(kafka)
+        image = kafka.replayed_image()
         return {name: (str(t.topic_id), {p: tuple(part.replicas) for p, part in t.partitions.items()})
                 for name, t in image.topics.by_name.items()}
 
     assert admin_view()
     wait_for("the admin view to equal the replayed image", lambda: admin_view() == replayed(), timeout=90)
-    image = image_of(kafka)
+    image = kafka.replayed_image()
     assert set(image.brokers) == {1, 2, 3}
     assert all(len(b.log_dirs) == 2 for b in image.brokers.values())
 
@@ -310,7 +289,7 @@ def test_admin_view_equals_the_replayed_image(kafka: KafkaCluster) -> None:
 def _plan_for(kafka: KafkaCluster, broker_id: int) -> GcPlan:
     """A GC plan of every plannable dir on the broker, built from the crawl rows and the classifier's verdicts."""
     facts, rows = crawl(kafka, broker_id)
-    image = image_of(kafka)
+    image = kafka.replayed_image()
     copies = live_copies(facts)
     now = datetime.now(timezone.utc)
     items = []
