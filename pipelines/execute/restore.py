@@ -65,9 +65,9 @@ def _verdict(src: Path, dst: Path, m: QuarantineManifest) -> tuple[str, str]:
 
 
 def restore(config: AppConfig, broker_id: int, plan_id: str, *, item_id: str | None = None,
-            execute: bool = True) -> RestoreReport:
-    """Move the plan's quarantined items on ``broker_id`` back; ``execute=False`` only reports what would happen
-    (no locks, no journal, nothing changed)."""
+            execute: bool = False) -> RestoreReport:
+    """Move (``execute=True``) the plan's quarantined items on ``broker_id`` back, or by default, like ``apply_plan``
+    and ``purge``, only report what would happen (no locks, no journal, nothing changed)."""
     broker = broker_config(config, broker_id)
     report = RestoreReport(plan_id, broker_id, executed=execute)
     found = _quarantined(config, broker, plan_id, item_id)

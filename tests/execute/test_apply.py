@@ -38,7 +38,10 @@ def test_dry_run_changes_nothing_then_apply_restore_bit_identical(tmp_path: Path
     again = apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     assert [i.action for i in again.items] == ["already_done"] * 3
 
-    report = restore(w.config, 1, "plan-1")
+    quarantined = tree_digest(w.root)
+    dry = restore(w.config, 1, "plan-1")  # like apply_plan and purge, a dry run unless told to execute
+    assert not dry.executed and sorted(dry.restored) == sorted(w.garbage) and tree_digest(w.root) == quarantined
+    report = restore(w.config, 1, "plan-1", execute=True)
     assert sorted(report.restored) == sorted(w.garbage)
     assert tree_digest(w.log_dir) == before
     assert not list(q.glob("*/manifest.json"))
@@ -95,7 +98,7 @@ def test_an_item_restored_by_hand_is_not_re_applied(tmp_path: Path) -> None:
     w = build_world(tmp_path)
     apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     first = w.plan.items[0].item_id
-    assert restore(w.config, 1, "plan-1", item_id=first).restored == [first]
+    assert restore(w.config, 1, "plan-1", item_id=first, execute=True).restored == [first]
     assert w.garbage[first].exists()
     again = apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     outcome = {i.item_id: (i.action, i.reason) for i in again.items}

@@ -204,14 +204,14 @@ def _quarantined(w) -> list[Path]:
 def test_restore_refuses_while_the_broker_holds_its_log_dir_lock(tmp_path: Path) -> None:
     w = _applied(tmp_path)
     with _Holder(w.log_dir / ".lock"), pytest.raises(ExecutorBusy, match="broker is running"):
-        restore(w.config, 1, "plan-1")
+        restore(w.config, 1, "plan-1", execute=True)
     assert not any(p.exists() for p in w.garbage.values()) and len(_quarantined(w)) == len(w.garbage)
 
 
 def test_restore_refuses_while_another_executor_runs(tmp_path: Path) -> None:
     w = _applied(tmp_path)
     with _Holder(w.state_dir / "executor-broker-1.lock"), pytest.raises(ExecutorBusy, match="already running"):
-        restore(w.config, 1, "plan-1")
+        restore(w.config, 1, "plan-1", execute=True)
     assert not any(p.exists() for p in w.garbage.values()) and len(_quarantined(w)) == len(w.garbage)
 
 
@@ -280,7 +280,7 @@ def test_restore_never_overwrites_a_reoccupied_original_path(tmp_path: Path) -> 
     item_id, original = next(iter(w.garbage.items()))
     original.mkdir()
     (original / "new-data.log").write_bytes(b"the broker recreated this partition")
-    report = restore(w.config, 1, "plan-1")
+    report = restore(w.config, 1, "plan-1", execute=True)
     assert "is taken" in report.skipped[item_id] and item_id not in report.restored
     assert (original / "new-data.log").read_bytes() == b"the broker recreated this partition"
     assert _quarantined_dir(w, item_id).is_dir() and len(report.restored) == len(w.garbage) - 1
@@ -291,7 +291,7 @@ def test_restore_refuses_a_quarantined_copy_that_no_longer_matches_its_manifest(
     item_id, original = next(iter(w.garbage.items()))
     with open(_quarantined_dir(w, item_id) / "00000000000000000000.log", "ab") as f:
         f.write(b"changed in quarantine")
-    report = restore(w.config, 1, "plan-1")
+    report = restore(w.config, 1, "plan-1", execute=True)
     assert "no longer matches its manifest" in report.skipped[item_id] and not original.exists()
     assert _quarantined_dir(w, item_id).is_dir() and len(report.restored) == len(w.garbage) - 1
 
