@@ -2,7 +2,10 @@
 
 crawl → ingest metadata → detect → plan. Every step writes the rows of ONE run (``run_id``) with
 ``overwrite_partition``, so rerunning a step with the same run id replaces its rows and never duplicates them;
-``metadata_events`` is merged on its natural key instead, because it is the durable history across runs.
+``metadata_events`` is merged on its natural key instead, because it is the durable history across runs: a log
+event on (cluster, offset, event, topic id, partition); an event read from a snapshot, which states what the snapshot
+holds rather than when it happened, on what it says (cluster, event, topic id, partition, detail), so the next
+snapshot restating the same topic does not add it again (its offset within the snapshot may differ).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     from pipelines.plan.model import GcPlan
 
 EVENT_KEYS = ["cluster", "offset", "event", "topic_id", "partition"]
+SNAPSHOT_EVENT_KEYS = ["cluster", "event", "topic_id", "partition", "detail"]
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -75,8 +79,11 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
     for table, table_rows in rows.items():
         store.overwrite_partition(table, {"run_id": run_id}, table_rows)
     events = event_rows(view.events, cluster=config.cluster, source=view.source, run_id=run_id)
-    if events:
-        store.merge("metadata_events", events, keys=EVENT_KEYS, update_columns=[])
+    from_snapshot = [bool((e.detail or {}).get("from_snapshot")) for e in view.events]
+    for keys, snapshot in ((EVENT_KEYS, False), (SNAPSHOT_EVENT_KEYS, True)):
+        part = [row for row, flag in zip(events, from_snapshot, strict=True) if flag == snapshot]
+        if part:
+            store.merge("metadata_events", part, keys=keys, update_columns=[])
     image = view.image
     report = StepReport("ingest_metadata", {
         "topics": len(rows["controller_topics"]), "partitions": len(rows["controller_partitions"]),

@@ -158,7 +158,10 @@ CONTROLLER_BROKERS = _t(
 
 METADATA_EVENTS = _t(
     "metadata_events",
-    "Durable history of topic ids, merged incrementally: survives Kafka truncating its own log.", ("cluster",),
+    "Durable history of topic ids, merged incrementally: survives Kafka truncating its own log. A log event is keyed"
+    " by (cluster, offset, event, topic_id, partition); an event read from a snapshot (detail `from_snapshot`) by what"
+    " it states (cluster, event, topic_id, partition, detail), so a newer snapshot restating a topic adds nothing.",
+    ("cluster",),
     ("cluster", "string"), ("offset", "long"), ("timestamp", "timestamp", "batch append time"),
     ("event", "string", "topic_created | topic_removed | partition_added | replicas_changed | ..."),
     ("topic_id", "string"), ("topic", "string"), ("partition", "int"), ("detail", "string", "JSON"),
