@@ -61,6 +61,13 @@ def _member() -> Column:
             | F.coalesce(F.array_contains(col("adding_replicas"), col("broker_id")), F.lit(False)))
 
 
+def _member_by_name() -> Column:
+    """This broker is in replicas or adding_replicas of the partition the controller has under the dir's topic NAME
+    (what the executor checks when a dir has no topic id)."""
+    return (F.coalesce(F.array_contains(col("n_replicas"), col("broker_id")), F.lit(False))
+            | F.coalesce(F.array_contains(col("n_adding_replicas"), col("broker_id")), F.lit(False)))
+
+
 def _reassigning() -> Column:
     return (F.coalesce(F.size(col("adding_replicas")), F.lit(0)) > 0) | (
         F.coalesce(F.size(col("removing_replicas")), F.lit(0)) > 0)
@@ -108,7 +115,8 @@ def rule_delete() -> Rule:
         _reason("-delete dir ", age.cast("long").cast("string"), " ms old, limit ", limit.cast("string"), " ms"))
     # A -delete copy of a replica the controller still assigns to this broker (e.g. left by an interrupted log-dir
     # move) is never planned: the executor never touches such a replica, and Kafka deletes the copy at next start.
-    assigned = col("topic_id").isNotNull() & _member()
+    # With no topic id on disk the executor can only go by the name, so the planner does too.
+    assigned = F.when(col("topic_id").isNotNull(), _member()).otherwise(_member_by_name())
     reason = F.when(stuck & assigned, F.lit(ASSIGNED_DELETE_REASON)).otherwise(reason)
     stuck = stuck & ~assigned
     return Rule("delete", col("kind") == "delete",
@@ -276,10 +284,14 @@ def _joined(
     per_topic, per_partition = _event_clocks(metadata_events)
     created = per_topic.select(col("topic_id").alias("controller_topic_id"), "ev_created_ts", "ev_created_off")
 
+    parts_by_name = controller_partitions.select(
+        col("topic_id").alias("controller_topic_id"), "partition", col("replicas").alias("n_replicas"),
+        col("adding_replicas").alias("n_adding_replicas"))
     df = (pd.join(copies, ["broker_id", "topic_id", "partition"], "left")
           .join(b(by_id), ["topic_id"], "left")
           .join(b(by_name), ["topic"], "left")
           .join(b(parts), ["topic_id", "partition"], "left")
+          .join(b(parts_by_name), ["controller_topic_id", "partition"], "left")
           .join(b(brokers), ["broker_id"], "left")
           .join(b(per_topic.drop("ev_created_ts", "ev_created_off")), ["topic_id"], "left")
           .join(b(per_partition), ["topic_id", "partition"], "left")

@@ -162,6 +162,13 @@ def _partition_of(f: DirFacts, image: MetadataImage) -> PartitionImage | None:
     return None if tid is None or f.partition is None else image.topics.partition(tid, f.partition)
 
 
+def _partition_by_name(f: DirFacts, image: MetadataImage) -> PartitionImage | None:
+    """The image's partition for this dir's topic NAME and partition (what the executor checks when a dir has no
+    topic id)."""
+    topic = image.topics.by_name.get(f.topic) if f.topic is not None else None
+    return None if topic is None or f.partition is None else topic.partitions.get(f.partition)
+
+
 def assigned_here(f: DirFacts, image: MetadataImage) -> str | None:
     """Why the controller assigns this directory's replica to its broker, or None if it does not.
 
@@ -214,7 +221,8 @@ def classify(
         if f.dir_mtime is None:
             return C.PENDING_DELETE, "dir mtime unknown; age cannot be judged"
         age_ms = (now - f.dir_mtime).total_seconds() * 1000
-        if age_ms >= limit and lists_broker(_partition_of(f, image), f.broker_id):
+        if age_ms >= limit and lists_broker(_partition_of(f, image) if f.topic_id is not None
+                                            else _partition_by_name(f, image), f.broker_id):
             return C.PENDING_DELETE, ASSIGNED_DELETE_REASON
         if age_ms >= limit:
             return C.STUCK_DELETE, f"-delete dir {int(age_ms)} ms old, limit {limit} ms"

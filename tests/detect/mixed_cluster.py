@@ -100,3 +100,30 @@ EXPECTED: dict[tuple[int, str, str], tuple[str, bool, bool, datetime | None]] = 
     (2, "/e", "__consumer_offsets-3"): ("partition_out_of_range", True, False, None),
     (2, "/e", f"orders-1.{HEX}-stray"): ("unknown", False, False, None),
 }
+
+
+def delete_copies_cluster() -> tuple[Cluster, dict[tuple[int, str], str]]:
+    """Old ``-delete`` copies (30 days, far past the delete delay) with and without a readable topic id, and the class
+    each must get: a copy of a replica the controller assigns to its broker is never planned (the executor would
+    refuse it), matched by topic id or, with no id on disk, by the topic name in the dir name; any other is stuck."""
+    old = NOW - 30 * DAY
+    c = Cluster()
+    c.broker(1, ("/a", D1)).broker(2, ("/b", E1))
+    c.topic("t", ORD, p0=Part((1,), directories=(D1,)))
+    c.dir(1, "/a", "t-0", topic_id=ORD)
+    c.dir(1, "/a", f"t-0.{'1' * 32}-delete", kind="delete", topic_id=ORD, mtime=old)       # id: assigned here
+    c.dir(1, "/a", f"t-0.{'2' * 32}-delete", kind="delete", pm="missing", mtime=old)       # no id, name assigned
+    c.dir(1, "/a", f"t-0.{'3' * 32}-delete", kind="delete", pm="invalid_id", mtime=old)    # unreadable id, same
+    c.dir(1, "/a", f"gone-0.{'4' * 32}-delete", kind="delete", pm="missing", mtime=old)    # no such topic name
+    c.dir(1, "/a", f"t-0.{'5' * 32}-delete", kind="delete", topic_id=G, mtime=old)        # another id: not t's copy
+    c.dir(2, "/b", f"t-0.{'6' * 32}-delete", kind="delete", pm="missing", mtime=old)       # t-0 is not on broker 2
+    expected = {
+        (1, "t-0"): "ok",
+        (1, f"t-0.{'1' * 32}-delete"): "pending_delete",
+        (1, f"t-0.{'2' * 32}-delete"): "pending_delete",
+        (1, f"t-0.{'3' * 32}-delete"): "pending_delete",
+        (1, f"gone-0.{'4' * 32}-delete"): "stuck_delete",
+        (1, f"t-0.{'5' * 32}-delete"): "stuck_delete",
+        (2, f"t-0.{'6' * 32}-delete"): "stuck_delete",
+    }
+    return c, expected

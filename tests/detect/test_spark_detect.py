@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from chispa import assert_df_equality
 from gc_cluster import DAY, NOW, Cluster, Part, uid
-from mixed_cluster import C1, C2, D1, D2, E1, EXPECTED, HEX, ORD, G, mixed_cluster
+from mixed_cluster import C1, C2, D1, D2, E1, EXPECTED, HEX, ORD, G, delete_copies_cluster, mixed_cluster
 
 from pipelines.config.models import DetectConfig
 from pipelines.tables.schemas import FINDINGS
@@ -114,6 +114,16 @@ def test_delete_delay_comes_from_the_broker_registration(spark) -> None:
     got = {(r.broker_id, r.dir_name): r["class"] for r in run(spark, c).collect()}
     assert got == {(1, f"x-0.{HEX}-delete"): "pending_delete", (2, f"x-0.{HEX}-delete"): "stuck_delete",
                    (2, f"y-0.{HEX}-delete"): "pending_delete"}
+
+
+def test_old_delete_copies_of_assigned_replicas_by_id_or_by_name(spark) -> None:
+    c, expected = delete_copies_cluster()
+    rows = [(b, name, cls, cls == "stuck_delete") for (b, name), cls in sorted(expected.items())]
+    assert_df_equality(
+        run(spark, c).select("broker_id", "dir_name", "class", "plannable"),
+        spark.createDataFrame(rows, "broker_id int, dir_name string, class string, plannable boolean"),
+        ignore_row_order=True, ignore_nullable=True,
+    )
 
 
 def test_directory_assignment_outside_registered_dirs_decides_nothing(spark) -> None:

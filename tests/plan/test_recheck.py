@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "detect"))
 from gc_cluster import DAY, NOW, Cluster, Part, uid
-from mixed_cluster import D1, D2, EXPECTED, HEX, ORD, mixed_cluster
+from mixed_cluster import D1, D2, EXPECTED, HEX, ORD, delete_copies_cluster, mixed_cluster
 
 from pipelines.config.models import DetectConfig
 from pipelines.detect import classes as C
@@ -120,6 +120,11 @@ def test_one_membership_rule_for_live_future_and_delete_dirs(part: Part, member:
     assert (verdicts["future"][0] == C.FUTURE_IN_PROGRESS) is member
     assert verdicts["delete"] == ((C.PENDING_DELETE, ASSIGNED_DELETE_REASON) if member else
                                   (C.STUCK_DELETE, verdicts["delete"][1]))
+
+
+def test_old_delete_copies_of_assigned_replicas_by_id_or_by_name() -> None:
+    c, expected = delete_copies_cluster()
+    assert {(b, name): cls for (b, _, name), cls in classify_all(c).items()} == expected
 
 
 def test_delete_delay_from_broker_config_in_the_image() -> None:

@@ -110,8 +110,7 @@ def _valid_id(text: str | None) -> bool:
 def delete_dirs_without_id_of_assigned(config: AppConfig, image: MetadataImage) -> set[DirKey]:
     """``-delete`` dirs with no valid topic id whose topic NAME and partition the controller assigns to the broker.
 
-    The planner plans such a dir when it is old (``stuck_delete``: no id to compare); the executor, which cannot
-    prove the id differs either, refuses it. A known disagreement on the safe side (closing note of session 2).
+    The executor, which cannot prove such a dir holds another topic id, refuses it; so the planner never plans it.
     """
     names = {(broker, topic.name, p) for topic in image.topics.by_id.values() for p, part in topic.partitions.items()
              for broker in (*part.replicas, *part.adding_replicas)}

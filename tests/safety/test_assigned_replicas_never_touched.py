@@ -13,6 +13,9 @@ crawl → findings → ``emit_plan`` → register + approve (another person) →
    assigned dir is byte-identical; the only dirs that changed are the planned ones;
 2. a lying detector that claims every assigned dir is garbage: ``emit_plan`` refuses to write a plan;
 3. a forged plan listing every assigned dir, approved by someone else: the executor skips every item.
+
+``-delete`` copies of assigned replicas (matched by topic id, or by name when the dir has no readable id) are never
+planned either, and every planned item is applied: planner and executor agree.
 """
 
 from __future__ import annotations
@@ -86,6 +89,9 @@ def check_one(spec: ClusterSpec, rng: random.Random, steps: int, stats: Counter[
                          cluster_id=cluster_id)
         planned = {(i.broker_id, i.log_dir, i.dir_name) for i in plan.items}
         assert not planned & assigned.keys(), f"assigned dirs planned: {sorted(planned & assigned.keys())}\n{context}"
+        assert not planned & delete_of_assigned, f"-delete copies of assigned replicas planned: " \
+                                                  f"{sorted(planned & delete_of_assigned)}\n{context}"
+        stats["delete_of_assigned"] += len(delete_of_assigned)
         store = open_store("rust", str(root / "warehouse"))
         if plan.items:
             stats["examples_with_items"] += 1
@@ -93,11 +99,9 @@ def check_one(spec: ClusterSpec, rng: random.Random, steps: int, stats: Counter[
             approval.approve(store, plan.plan_id, by="reviewer", policy=policy, now=now)
             outcomes = _apply_everywhere(c, store, plan.plan_id)
             skipped = {(i.broker_id, i.log_dir, i.dir_name) for i in plan.items if outcomes[i.item_id] != "quarantined"}
-            # Known disagreements on the safe side: a stuck -delete dir whose topic id (or, with no readable id,
-            # whose name) is still assigned to the broker may be planned; the executor refuses it. Any other skip
-            # is a failure.
-            assert skipped <= delete_of_assigned, f"{outcomes}\n{context}"
-            stats["planned_delete_of_assigned"] += len(planned & delete_of_assigned)
+            # Planner and executor agree: every planned item is quarantined (a -delete copy of an assigned replica,
+            # matched by topic id or, with no readable id, by name, is never planned: the executor would refuse it).
+            assert not skipped, f"planned but refused: {sorted(skipped)}\n{outcomes}\n{context}"
         else:
             skipped = set()
         after = W.log_dir_digest(c.config)
