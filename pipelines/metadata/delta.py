@@ -85,6 +85,12 @@ class MetadataDelta:
 
     # -- lazily created parts ----------------------------------------------------------------------
     @property
+    def changed_topics(self) -> dict[Uuid, Any] | None:
+        """The topic changes by id (``TopicsDelta.changed``) once a record made the topics part, else None: where
+        the loader's fold (``pipelines.metadata.fold``) finds a partition's pending state."""
+        return None if self._topics is None else self._topics.changed
+
+    @property
     def topics(self) -> TopicsDelta:
         if self._topics is None:
             self._topics = TopicsDelta(self.base.topics)

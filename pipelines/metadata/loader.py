@@ -191,8 +191,8 @@ class MetadataLoader:
                     delta.records += 1  # what replay_fields counts; a folded record reports nothing
                 else:
                     replay(name, fields, item[0], item[1])
-                    if changed is None and delta._topics is not None:
-                        changed = delta._topics.changed
+                    if changed is None:
+                        changed = delta.changed_topics
                 if delta.records >= limit:  # outside a transaction here (checked above)
                     self._last = (item[0], item[2], item[1])
                     last = None
