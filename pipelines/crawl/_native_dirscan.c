@@ -94,6 +94,20 @@ static int cmp_item(const void *a, const void *b) {
     return (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
+/* Decimal text of `v` at `dst` (what "%lld" prints, without the terminating NUL); returns its length. */
+static size_t put_ll(char *dst, long long v) {
+    char tmp[20];
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    size_t n = 0, len = 0;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) dst[len++] = '-';
+    while (n) dst[len++] = tmp[--n];
+    return len;
+}
+
 static int cmp_ll(const void *a, const void *b) {
     long long x = *(const long long *)a, y = *(const long long *)b;
     return (x > y) - (x < y);
@@ -357,7 +371,7 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
     for (size_t i = 0; i < w.n; i++) w.items[i].key = w.keys + w.items[i].key_off;
     qsort(w.items, w.n, sizeof *w.items, cmp_item);
     size_t text_len = 0;
-    for (size_t i = 0; i < w.n; i++) text_len += w.items[i].key_len + 2 * 22 + 2; /* 2 numbers (<= 21 chars + NUL room), 2 separators, newline */
+    for (size_t i = 0; i < w.n; i++) text_len += w.items[i].key_len + 2 * 20 + 3; /* 2 numbers (<= 20 chars), 2 separators, newline */
     char *text = malloc(text_len + 1);
     if (!text) {
         PyErr_NoMemory();
@@ -369,9 +383,9 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
         memcpy(text + pos, it->key, it->key_len);
         pos += it->key_len;
         text[pos++] = '\0';
-        pos += (size_t)snprintf(text + pos, 22, "%lld", it->size); /* at most 20 digits and a sign */
+        pos += put_ll(text + pos, it->size); /* at most 19 digits and a sign */
         text[pos++] = '\0';
-        pos += (size_t)snprintf(text + pos, 22, "%lld", it->mtime_s);
+        pos += put_ll(text + pos, it->mtime_s);
         text[pos++] = '\n';
     }
     PyObject *fp = PyBytes_FromStringAndSize(text, (Py_ssize_t)pos);

@@ -11,7 +11,7 @@ Raises only when the root itself cannot be listed (``OSError``: missing, not a d
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -170,18 +170,26 @@ def _read(lister: Lister, path: str, problems: list[Problem], what: str) -> byte
         return None
 
 
-def _summary(lister: Lister, path: str, keep_entries: bool) -> tuple[DirSummary, tuple[FileEntry, ...]]:
+SummaryOf = Callable[[str], "DirSummary | None"]
+"""A lister's ``dir_summary``: the summary it made of a dir while listing it, or None."""
+
+
+def _summary(
+    lister: Lister, path: str, summary_of: SummaryOf | None, keep_entries: bool
+) -> tuple[DirSummary, tuple[FileEntry, ...]]:
     """The dir's summary, from the lister when it summed the dir up while listing (then no per-file entries)."""
-    if not keep_entries:
-        summarized = getattr(lister, "dir_summary", None)
-        summary = summarized(path) if summarized is not None else None
-        if summary is not None:
-            return summary, ()
+    summary = summary_of(path) if summary_of is not None else None
+    if summary is not None:
+        return summary, ()
     entries = tuple(lister.list_dir(path))
     return summarize_entries(entries), entries if keep_entries else ()
 
 
-def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry, keep_entries: bool) -> PartitionDirInventory:
+def _scan_partition_dir(
+    lister: Lister, path: str, entry: FileEntry, summary_of: SummaryOf | None, keep_entries: bool
+) -> PartitionDirInventory:
+    """One partition dir; ``summary_of``: the lister's ``dir_summary`` (None when it has none, or the caller wants
+    per-file entries)."""
     parsed = parse_partition_dir_name(entry.name)
     problems: list[Problem] = []
     if not parsed.parsed:
@@ -192,7 +200,7 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry, keep_entrie
     if truncated:
         problems.append(Problem("info", "topic_may_be_truncated", "name is 255 chars: the topic may be cut", path))
     try:
-        summary, entries = _summary(lister, path, keep_entries)
+        summary, entries = _summary(lister, path, summary_of, keep_entries)
     except OSError as exc:
         problems.append(Problem("error", "dir_unreadable", f"{type(exc).__name__}: {exc}", path))
         return PartitionDirInventory(
@@ -245,7 +253,8 @@ def _scan_partition_dir(lister: Lister, path: str, entry: FileEntry, keep_entrie
                 problems.append(Problem("error", f"partition_metadata_{exc.status}", str(exc), pm_path))
             else:
                 pm_status, topic_id = "ok", str(pm.topic_id)
-                problems.extend(p.at(pm_path) for p in pm.problems)
+                if pm.problems:
+                    problems.extend(p.at(pm_path) for p in pm.problems)
                 is_metadata = parsed.kind == "metadata"
                 if (pm.topic_id == METADATA_TOPIC_ID) != is_metadata:
                     problems.append(
@@ -303,11 +312,13 @@ def _cross_check(
 ) -> list[Problem]:
     """Checkpoint entries without a partition dir, and live dirs a checkpoint does not list (both normal-ish)."""
     problems: list[Problem] = []
-    live = {(d.topic, d.partition) for d in dirs if d.kind == "live"}
+    live: set[tuple[str | None, int | None]] | None = None
     for name in CROSS_CHECKED:
         cp = checkpoints[name]
         if cp.status not in ("ok", "empty_file"):
             continue
+        if live is None:
+            live = {(d.topic, d.partition) for d in dirs if d.kind == "live"}
         listed = {(e.topic, e.partition) for e in cp.entries}
         absent = sorted(f"{t}-{p}" for t, p in listed - live)
         if absent:
@@ -406,6 +417,7 @@ def scan_log_dir(
 
     special: list[str] = []
     dirs: list[PartitionDirInventory] = []
+    summary_of = None if keep_entries else getattr(lister, "dir_summary", None)
     for e in subdirs:
         path = lister.join(root, e.name)
         if is_special_dir(e.name):
@@ -415,7 +427,7 @@ def scan_log_dir(
             problems.append(Problem("warning", "hidden_dir", f"hidden directory {e.name!r}", path))
         if e.is_symlink:
             problems.append(Problem("warning", "symlinked_dir", f"{e.name!r} is a symbolic link", path))
-        dirs.append(_scan_partition_dir(lister, path, e, keep_entries))
+        dirs.append(_scan_partition_dir(lister, path, e, summary_of, keep_entries))
     for e in (f for f in files.values() if f.is_symlink):
         problems.append(Problem("info", "symlinked_file", f"{e.name!r} is a symbolic link", lister.join(root, e.name)))
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.javatext import parse_java_integer, read_lines
 from pipelines.kafka.problems import Problem
 from pipelines.kafka.uuid import ZERO, Uuid
@@ -64,6 +65,9 @@ class PartitionMetadata:
     problems: tuple[Problem, ...] = ()
 
 
+_new_partition_metadata = fast_constructor(PartitionMetadata)
+
+
 def _split(line: str | None, key: str, line_no: int, strict: bool, problems: list[Problem]) -> str:
     if line is None:
         raise MalformedPartitionMetadataLine(f"missing line {line_no} ({key!r})", line_no)
@@ -83,8 +87,8 @@ def _split(line: str | None, key: str, line_no: int, strict: bool, problems: lis
     return parts[1]
 
 
-_CANONICAL_HEAD = b"version: 0\ntopic_id: "
-_CANONICAL_LEN = len(_CANONICAL_HEAD) + 22
+_CANONICAL = re.compile(rb"version: 0\ntopic_id: ([A-Za-z0-9_-]{21}[AQgw])")
+"""What Kafka writes: version 0 and a 22-character id whose last character carries no stray bits."""
 
 
 def read_partition_metadata(data: bytes | str, *, strict: bool = False) -> PartitionMetadata:
@@ -93,16 +97,11 @@ def read_partition_metadata(data: bytes | str, *, strict: bool = False) -> Parti
     Raises:
         EmptyPartitionMetadata, MalformedPartitionMetadataLine, ZeroTopicId, InvalidTopicId: see the classes.
     """
-    if isinstance(data, bytes) and len(data) == _CANONICAL_LEN and data.startswith(_CANONICAL_HEAD):
-        # What Kafka writes (a crawl reads one per partition dir): skip the line rules when the id is a valid,
-        # non-zero 22-character Uuid; anything else takes the general path below for its exact error.
-        try:
-            topic_id = Uuid.from_string(data[len(_CANONICAL_HEAD) :].decode("ascii"))
-        except (UnicodeDecodeError, DecodeError):
-            pass
-        else:
-            if topic_id != ZERO:
-                return PartitionMetadata(CURRENT_VERSION, topic_id)
+    canonical = _CANONICAL.fullmatch(data) if isinstance(data, bytes) else None
+    if canonical is not None:  # a crawl reads one per partition dir: skip the line rules for Kafka's own bytes
+        topic_id = Uuid.from_canonical_text(canonical.group(1))
+        if topic_id != ZERO:
+            return _new_partition_metadata(CURRENT_VERSION, topic_id, ())
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")

@@ -23,6 +23,7 @@ import uuid as _uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.javatext import JAVA_NON_WS, parse_java_integer
 
 DirKind = Literal["live", "delete", "future", "stray", "metadata", "unparseable"]
@@ -75,6 +76,9 @@ class PartitionDirName:
         return self.kind != "unparseable"
 
 
+_new_name = fast_constructor(PartitionDirName)
+
+
 def _fail(name: str, reason: str) -> PartitionDirName:
     return PartitionDirName(name, "unparseable", None, None, None, reason)
 
@@ -85,6 +89,17 @@ def parse_partition_dir_name(name: str) -> PartitionDirName:
     A name whose parsed topic is ``__cluster_metadata`` (or the 2.8 preview's ``@metadata``) has kind ``metadata``,
     whatever its suffix: ``LogManager`` never loads such directories.
     """
+    dash = name.rfind("-")
+    digits = name[dash + 1 :]
+    if dash > 0 and len(digits) < 10 and digits.isdigit() and digits.isascii():  # <topic>-<p>, most names
+        topic = name[:dash]
+        if topic not in METADATA_TOPICS:
+            return _new_name(name, "live", topic, int(digits), None, None)
+    return parse_by_kafka_steps(name)
+
+
+def parse_by_kafka_steps(name: str) -> PartitionDirName:
+    """``parse_partition_dir_name`` without its shortcut for plain ``<topic>-<digits>`` names (the reference)."""
     if not name:
         return _fail(name, "empty name")
     if "-" not in name:

@@ -1,5 +1,6 @@
 """The crawl's fast paths against plain reference versions written here from the spec (facts sheet, Kafka's
-``LogFileUtils`` names): ``classify_file`` without regexes for segments, and the one-buffer fingerprint."""
+``LogFileUtils`` names): ``classify_file`` without regexes for segments, the one-buffer fingerprint, and the
+shortcut for plain partition dir names against the step-by-step parse."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipelines.kafka.logdir import fingerprint_entries
+from pipelines.kafka.partition_name import parse_by_kafka_steps, parse_partition_dir_name
 from pipelines.kafka.segment_files import classify_file
 
 _REFERENCE_SEGMENT = re.compile(
@@ -72,3 +74,20 @@ FS_NAMES = st.one_of(
 @given(st.lists(st.tuples(FS_NAMES, st.integers(0, 1 << 40), st.integers(-(10**18), 4 * 10**18)), max_size=8))
 def test_fingerprint_equals_the_per_entry_reference(entries: list[tuple[str, int, int]]) -> None:
     assert fingerprint_entries(entries) == _reference_fingerprint(entries)
+
+
+DIR_NAMES = st.one_of(
+    st.builds(
+        "{}-{}{}".format,
+        st.text(st.sampled_from("ab-._ \u00e9"), max_size=6) | st.sampled_from(["__cluster_metadata", "@metadata"]),
+        st.text(st.sampled_from("0123456789+-\u0663"), max_size=11),
+        st.sampled_from(["", ".abc-delete", "-stray", ".x-future"]),
+    ),
+    st.text(max_size=12),
+)
+
+
+@given(DIR_NAMES)
+def test_plain_dir_names_parse_like_the_kafka_steps(name: str) -> None:
+    """The shortcut for ``<topic>-<digits>`` names gives what Kafka's steps give, for every name."""
+    assert parse_partition_dir_name(name) == parse_by_kafka_steps(name)

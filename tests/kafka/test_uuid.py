@@ -40,6 +40,7 @@ def test_text_and_wire_forms_match_the_standard_library(raw: bytes) -> None:
     assert u.to_bytes() == raw
     assert str(u) == base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")  # Kafka: unpadded base64url
     assert Uuid.from_string(str(u)) == u
+    assert Uuid.from_canonical_text(str(u).encode()) == u  # the crawl's shortcut for Kafka-written ids
 
 
 @pytest.mark.parametrize("bad", ["", "abc", "A" * 23, "A" * 21 + "!", "00010203-0405-0607-0809-0a0b0c0d0e0f"])
