@@ -113,6 +113,11 @@ static int cmp_ll(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* The last `tails` tuple and its parsed form: callers pass the same tuple every time, so it is parsed once
+   (the reference held here keeps the tuple, and so the bytes the parsed form points into, alive). */
+static PyObject *cached_tails_obj = NULL;
+static Tails cached_tails;
+
 static int parse_tails(PyObject *seq, Tails *t) {
     PyObject *fast = PySequence_Fast(seq, "tails must be a sequence");
     if (!fast) return -1;
@@ -192,7 +197,16 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
     long long read_limit;
     if (!PyArg_ParseTuple(args, "UOO!L", &path_obj, &tails_obj, &PyTuple_Type, &reads_obj, &read_limit)) return NULL;
     Tails tails;
-    if (parse_tails(tails_obj, &tails) < 0) return NULL;
+    if (tails_obj == cached_tails_obj) {
+        tails = cached_tails;
+    } else {
+        if (parse_tails(tails_obj, &tails) < 0) return NULL;
+        if (PyTuple_CheckExact(tails_obj)) { /* immutable: safe to reuse while we hold it */
+            Py_INCREF(tails_obj);
+            Py_XSETREF(cached_tails_obj, tails_obj);
+            cached_tails = tails;
+        }
+    }
     PyObject *path_bytes = PyUnicode_EncodeFSDefault(path_obj);
     if (!path_bytes) return NULL;
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
 
 from pipelines.crawl.listing import Listing
 from pipelines.kafka.dir_summary import DirSummary
@@ -46,11 +47,11 @@ class ListingLister:
         self._children = children
 
     def _rel(self, path: str) -> str:
+        if path.startswith(self._prefix):
+            return path[len(self._prefix) :]
         if path == self.listing.root:
             return ""
-        if not path.startswith(self._prefix):
-            raise FileNotFoundError(errno.ENOENT, "outside the listed log dir", path)
-        return path[len(self._prefix) :]
+        raise FileNotFoundError(errno.ENOENT, "outside the listed log dir", path)
 
     def join(self, parent: str, name: str) -> str:
         return parent + name if parent.endswith("/") else f"{parent}/{name}"
@@ -69,13 +70,10 @@ class ListingLister:
             raise FileNotFoundError(errno.ENOENT, "not listed", path)
         return kids
 
-    def dir_summary(self, path: str) -> DirSummary | None:
-        """The summary the backend made while listing ``path``, or None (then ``list_dir`` has its entries)."""
-        rel = self._rel(path)
-        failed = self.listing.failed_dirs.get(rel)
-        if failed is not None:
-            raise failed
-        return self.listing.summaries.get(rel)
+    def summaries_under(self, path: str) -> Mapping[str, DirSummary]:
+        """The directories directly under ``path`` (the root) that the backend summed up while listing them, by
+        name: ``list_dir`` refuses those, and the scan takes their summaries instead."""
+        return self.listing.summaries if self._rel(path) == "" else {}
 
     def read_bytes(self, path: str) -> bytes:
         rel = self._rel(path)

@@ -103,9 +103,10 @@ def scan_listing(
     return inventory, lister.failed_reads
 
 
-def partition_dir_row(ctx: RowContext, root: str, d: PartitionDirInventory) -> Row:
+def partition_dir_row(ctx: RowContext, base: Row, root: str, d: PartitionDirInventory) -> Row:
+    """``base``: ``ctx.base()``, made once for all rows of a task."""
     return {
-        **ctx.base(),
+        **base,
         "dir_name": d.name, "kind": d.kind, "topic": d.topic, "partition": d.partition, "unique_id": d.unique_id,
         "topic_id": d.topic_id, "partition_metadata_status": d.partition_metadata_status,
         "files": d.files, "bytes": d.bytes, "log_bytes": d.log_bytes, "index_bytes": d.index_bytes,
@@ -200,8 +201,9 @@ def rows_for_listing(ctx: RowContext, listing: Listing, *, include_segments: boo
     """Every row of one fully listed log dir."""
     inventory, failed = scan_listing(listing, keep_entries=include_segments)
     out = LogDirRows()
+    base = ctx.base()
     for d in inventory.partition_dirs:
-        out.partition_dirs.append(partition_dir_row(ctx, listing.root, d))
+        out.partition_dirs.append(partition_dir_row(ctx, base, listing.root, d))
         if include_segments:
             out.segment_files.extend(segment_file_rows(ctx, d))
     out.log_dirs.append(log_dir_row(ctx, listing, inventory, out.partition_bytes))
@@ -229,8 +231,9 @@ def chunk_rows(
     """Fan-out, later tasks: rows of the partition dirs in ``dirs`` (listing descended into exactly those)."""
     inventory, failed = scan_listing(listing, visible_dirs=dirs, keep_entries=include_segments)
     out = LogDirRows()
+    base = ctx.base()
     for d in inventory.partition_dirs:
-        out.partition_dirs.append(partition_dir_row(ctx, listing.root, d))
+        out.partition_dirs.append(partition_dir_row(ctx, base, listing.root, d))
         if include_segments:
             out.segment_files.extend(segment_file_rows(ctx, d))
         out.errors += _decode_errors(ctx, listing, d.problems)

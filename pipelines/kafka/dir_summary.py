@@ -8,8 +8,9 @@ fixed-name files, ``.tmp`` leftovers, raft snapshots, unknown names) is kept in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
 from pipelines.kafka.listing import FileEntry
@@ -35,7 +36,10 @@ SEGMENT_TAIL_CODES: tuple[tuple[bytes, int], ...] = tuple(
 
 @dataclass(frozen=True, slots=True)
 class DirSummary:
-    """One partition dir's entries, summed up. Times are ns (0 when no file had a positive time)."""
+    """One partition dir's entries, summed up. Times are ns (0 when no file had a positive time).
+
+    ``contents``: small files (``partition.metadata``, ...) the lister read while listing, by name; the scan
+    reads any other through the lister."""
 
     files: int
     bytes: int
@@ -51,6 +55,7 @@ class DirSummary:
     newest_ns: int
     fingerprint: str
     others: tuple[FileEntry, ...]
+    contents: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def summarize_entries(entries: Sequence[FileEntry]) -> DirSummary:

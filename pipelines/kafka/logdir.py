@@ -11,7 +11,7 @@ Raises only when the root itself cannot be listed (``OSError``: missing, not a d
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -34,7 +34,11 @@ from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
 from pipelines.kafka.listing import FileEntry, Lister, lister_for
 from pipelines.kafka.meta_properties import MetaProperties, read_meta_properties
 from pipelines.kafka.partition_metadata import FILE_NAME as PARTITION_METADATA
-from pipelines.kafka.partition_metadata import PartitionMetadataError, read_partition_metadata
+from pipelines.kafka.partition_metadata import (
+    PartitionMetadataError,
+    kafka_written_topic_id,
+    read_partition_metadata,
+)
 from pipelines.kafka.partition_name import (
     CLUSTER_METADATA_TOPIC,
     DirKind,
@@ -59,6 +63,8 @@ from pipelines.kafka.root_files import (
 )
 from pipelines.kafka.segment_files import FileName, classify_file
 from pipelines.kafka.uuid import METADATA_TOPIC_ID
+
+METADATA_TOPIC_TEXT = str(METADATA_TOPIC_ID)
 
 CROSS_CHECKED = (RECOVERY_POINT, LOG_START_OFFSET, REPLICATION_OFFSET)
 """Checkpoints compared with the partition dirs (the cleaner checkpoint only lists compacted partitions)."""
@@ -159,7 +165,7 @@ def fingerprint_dir(path: str, storage_options: dict[str, Any] | None = None, *,
 
 
 def _ms(ns: int | None) -> int | None:
-    return None if ns is None or ns <= 0 else ns // 1_000_000
+    return ns // 1_000_000 if ns is not None and ns > 0 else None
 
 
 def _read(lister: Lister, path: str, problems: list[Problem], what: str) -> bytes | None:
@@ -170,37 +176,38 @@ def _read(lister: Lister, path: str, problems: list[Problem], what: str) -> byte
         return None
 
 
-SummaryOf = Callable[[str], "DirSummary | None"]
-"""A lister's ``dir_summary``: the summary it made of a dir while listing it, or None."""
-
-
 def _summary(
-    lister: Lister, path: str, summary_of: SummaryOf | None, keep_entries: bool
+    lister: Lister, path: str, summary: DirSummary | None, keep_entries: bool
 ) -> tuple[DirSummary, tuple[FileEntry, ...]]:
-    """The dir's summary, from the lister when it summed the dir up while listing (then no per-file entries)."""
-    summary = summary_of(path) if summary_of is not None else None
+    """The dir's summary: the lister's, when it summed the dir up while listing (then no per-file entries)."""
     if summary is not None:
         return summary, ()
     entries = tuple(lister.list_dir(path))
     return summarize_entries(entries), entries if keep_entries else ()
 
 
+def _read_small(lister: Lister, path: str, summary: DirSummary, name: str, problems: list[Problem],
+                what: str) -> bytes | None:  # fmt: skip
+    """File ``name`` of partition dir ``path``: as the lister read it while listing, else read now."""
+    data = summary.contents.get(name)
+    return data if data is not None else _read(lister, lister.join(path, name), problems, what)
+
+
 def _scan_partition_dir(
-    lister: Lister, path: str, entry: FileEntry, summary_of: SummaryOf | None, keep_entries: bool
+    lister: Lister, path: str, entry: FileEntry, summary: DirSummary | None, keep_entries: bool
 ) -> PartitionDirInventory:
-    """One partition dir; ``summary_of``: the lister's ``dir_summary`` (None when it has none, or the caller wants
-    per-file entries)."""
+    """One partition dir; ``summary``: the lister's, when it summed the dir up while listing it."""
     parsed = parse_partition_dir_name(entry.name)
     problems: list[Problem] = []
     if not parsed.parsed:
         problems.append(
             Problem("fatal", "unparseable_dir_name", f"{kafka_startup_message(entry.name)} ({parsed.reason})", path)
         )
-    truncated = parsed.topic_may_be_truncated
+    truncated = parsed.unique_id is not None and parsed.topic_may_be_truncated  # only suffixed names are cut
     if truncated:
         problems.append(Problem("info", "topic_may_be_truncated", "name is 255 chars: the topic may be cut", path))
     try:
-        summary, entries = _summary(lister, path, summary_of, keep_entries)
+        summary, entries = _summary(lister, path, summary, keep_entries)
     except OSError as exc:
         problems.append(Problem("error", "dir_unreadable", f"{type(exc).__name__}: {exc}", path))
         return PartitionDirInventory(
@@ -241,53 +248,52 @@ def _scan_partition_dir(
     topic_id: str | None = None
     pm_status = "missing"
     if PARTITION_METADATA in present:
-        pm_path = lister.join(path, PARTITION_METADATA)
-        data = _read(lister, pm_path, problems, "partition_metadata")
-        if data is None:
-            pm_status = "unreadable"
-        else:
+        data = _read_small(lister, path, summary, PARTITION_METADATA, problems, "partition_metadata")
+        pm_status = "unreadable" if data is None else "ok"
+        topic_id = None if data is None else kafka_written_topic_id(data)
+        if data is not None and topic_id is None:
+            pm_path = lister.join(path, PARTITION_METADATA)
             try:
                 pm = read_partition_metadata(data)
             except PartitionMetadataError as exc:
                 pm_status = exc.status
                 problems.append(Problem("error", f"partition_metadata_{exc.status}", str(exc), pm_path))
             else:
-                pm_status, topic_id = "ok", str(pm.topic_id)
-                if pm.problems:
-                    problems.extend(p.at(pm_path) for p in pm.problems)
-                is_metadata = parsed.kind == "metadata"
-                if (pm.topic_id == METADATA_TOPIC_ID) != is_metadata:
-                    problems.append(
-                        Problem("warning", "unexpected_topic_id", f"topic_id {topic_id} for {parsed.kind} dir", pm_path)
-                    )
+                topic_id = str(pm.topic_id)
+                problems.extend(p.at(pm_path) for p in pm.problems)
+        if topic_id is not None and (topic_id == METADATA_TOPIC_TEXT) != (parsed.kind == "metadata"):
+            problems.append(
+                Problem("warning", "unexpected_topic_id", f"topic_id {topic_id} for {parsed.kind} dir",
+                        lister.join(path, PARTITION_METADATA))
+            )  # fmt: skip
     elif parsed.kind != "unparseable":
         problems.append(Problem("warning", "partition_metadata_missing", "no partition.metadata", path))
 
     epochs: tuple[EpochEntry, ...] = ()
     if LEADER_EPOCH in present:
-        le_path = lister.join(path, LEADER_EPOCH)
-        data = _read(lister, le_path, problems, "leader_epoch_checkpoint")
+        data = _read_small(lister, path, summary, LEADER_EPOCH, problems, "leader_epoch_checkpoint")
         if data is not None:
             try:
                 epochs = read_leader_epoch_checkpoint(data).entries
             except CheckpointError as exc:
-                problems.append(Problem("error", "leader_epoch_checkpoint_malformed", str(exc), le_path))
+                problems.append(
+                    Problem("error", "leader_epoch_checkpoint_malformed", str(exc), lister.join(path, LEADER_EPOCH))
+                )
 
     quorum: QuorumState | None = None
     if QUORUM_STATE in present:
-        qs_path = lister.join(path, QUORUM_STATE)
-        data = _read(lister, qs_path, problems, "quorum_state")
+        data = _read_small(lister, path, summary, QUORUM_STATE, problems, "quorum_state")
         if data is not None:
             try:
                 quorum = read_quorum_state(data)
             except MalformedQuorumState as exc:
-                problems.append(Problem("error", "quorum_state_malformed", str(exc), qs_path))
+                problems.append(Problem("error", "quorum_state_malformed", str(exc), lister.join(path, QUORUM_STATE)))
 
     return _new_dir_inventory(  # every field, in declaration order (a frozen __init__ costs ~2 us per dir)
         entry.name, path, parsed.kind, parsed.topic, parsed.partition, parsed.unique_id, truncated, topic_id,
         pm_status, summary.files, summary.bytes, summary.log_bytes, summary.index_bytes, summary.segment_count,
-        summary.min_base_offset, summary.max_base_offset, _ms(summary.oldest_ns) if summary.oldest_ns else None,
-        _ms(summary.newest_ns) if summary.newest_ns else None, _ms(entry.mtime_ns), summary.fingerprint, entries,
+        summary.min_base_offset, summary.max_base_offset, _ms(summary.oldest_ns), _ms(summary.newest_ns),
+        _ms(entry.mtime_ns), summary.fingerprint, entries,
         epochs, quorum, tuple(problems),
     )  # fmt: skip
 
@@ -336,14 +342,25 @@ def _cross_check(
 
 def _duplicates(dirs: list[PartitionDirInventory]) -> list[Problem]:
     """Two live (or two future) dirs for one partition: Kafka throws "Duplicate log directories" at startup."""
+    seen: set[tuple[str, str | None, int | None]] = set()
+    twice: set[tuple[str, str | None, int | None]] = set()
+    for d in dirs:
+        if d.kind == "live" or d.kind == "future":
+            key = (d.kind, d.topic, d.partition)
+            if key in seen:
+                twice.add(key)
+            else:
+                seen.add(key)
+    if not twice:
+        return []
     groups: dict[tuple[str, str | None, int | None], list[str]] = defaultdict(list)
     for d in dirs:
-        if d.kind in ("live", "future"):
-            groups[(d.kind, d.topic, d.partition)].append(d.name)
+        key = (d.kind, d.topic, d.partition)
+        if key in twice:
+            groups[key].append(d.name)
     return [
         Problem("fatal", "duplicate_log_dirs", f"{kind} dirs {sorted(names)} are all {topic}-{partition}", "")
         for (kind, topic, partition), names in sorted(groups.items(), key=str)
-        if len(names) > 1
     ]
 
 
@@ -358,7 +375,8 @@ def scan_log_dir(
     """Inventory one log dir (a local path, ``file://`` URL, or any fsspec URL / filesystem).
 
     ``lister`` given: ``url_or_path`` is the root as that lister names it (the crawl's pre-listed data); a lister
-    with a ``dir_summary(path) -> DirSummary | None`` method may hand over partition dirs it summed up itself.
+    with a ``summaries_under(root) -> Mapping[name, DirSummary]`` method hands over partition dirs it summed up
+    itself.
     ``keep_entries``: False leaves ``PartitionDirInventory.entries`` empty (nobody asked for per-file detail).
 
     Raises:
@@ -417,7 +435,8 @@ def scan_log_dir(
 
     special: list[str] = []
     dirs: list[PartitionDirInventory] = []
-    summary_of = None if keep_entries else getattr(lister, "dir_summary", None)
+    summaries_under = None if keep_entries else getattr(lister, "summaries_under", None)
+    summaries = summaries_under(root) if summaries_under is not None else {}
     for e in subdirs:
         path = lister.join(root, e.name)
         if is_special_dir(e.name):
@@ -427,7 +446,7 @@ def scan_log_dir(
             problems.append(Problem("warning", "hidden_dir", f"hidden directory {e.name!r}", path))
         if e.is_symlink:
             problems.append(Problem("warning", "symlinked_dir", f"{e.name!r} is a symbolic link", path))
-        dirs.append(_scan_partition_dir(lister, path, e, summary_of, keep_entries))
+        dirs.append(_scan_partition_dir(lister, path, e, summaries.get(e.name), keep_entries))
     for e in (f for f in files.values() if f.is_symlink):
         problems.append(Problem("info", "symlinked_file", f"{e.name!r} is a symbolic link", lister.join(root, e.name)))
 

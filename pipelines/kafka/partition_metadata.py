@@ -89,6 +89,16 @@ def _split(line: str | None, key: str, line_no: int, strict: bool, problems: lis
 
 _CANONICAL = re.compile(rb"version: 0\ntopic_id: ([A-Za-z0-9_-]{21}[AQgw])")
 """What Kafka writes: version 0 and a 22-character id whose last character carries no stray bits."""
+_ZERO_TEXT = str(ZERO).encode()
+
+
+def kafka_written_topic_id(data: bytes) -> str | None:
+    """The topic id (text form) of a file exactly as Kafka writes it, else None: then ``read_partition_metadata``
+    gives the answer or the error. A crawl reads one file per partition dir; this skips the Uuid round trip."""
+    canonical = _CANONICAL.fullmatch(data)
+    if canonical is None or canonical.group(1) == _ZERO_TEXT:
+        return None
+    return canonical.group(1).decode("ascii")
 
 
 def read_partition_metadata(data: bytes | str, *, strict: bool = False) -> PartitionMetadata:

@@ -17,6 +17,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -78,14 +79,15 @@ def assert_same_everywhere(root: str) -> None:
             for e in pure.entries.values()
             if e.rel.startswith(prefix)
         ]
-        assert summary == summarize_entries(entries), rel
+        assert replace(summary, contents={}) == summarize_entries(entries), rel
         kept = {f"{prefix}{o.name}" for o in summary.others}
         assert {r: e for r, e in compiled.entries.items() if r.startswith(prefix)} == {
             r: e for r, e in pure.entries.items() if r in kept
         }
-        for r, data in compiled.contents.items():  # read on the way: what Python reads
-            if r.startswith(prefix):
-                assert data == Path(root, r).read_bytes()
+        read_here = {r[len(prefix) :]: data for r, data in compiled.contents.items() if r.startswith(prefix)}
+        assert summary.contents == read_here  # what the scan takes from the summary instead of reading
+        for name, data in read_here.items():  # read on the way: what Python reads
+            assert data == Path(root, prefix + name).read_bytes()
     for keep in (False,):
         inv_pure, failed_pure = scan_listing(pure, keep_entries=keep)
         inv_comp, failed_comp = scan_listing(compiled, keep_entries=keep)

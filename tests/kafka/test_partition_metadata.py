@@ -11,7 +11,9 @@ from pipelines.kafka.partition_metadata import (
     EmptyPartitionMetadata,
     InvalidTopicId,
     MalformedPartitionMetadataLine,
+    PartitionMetadata,
     ZeroTopicId,
+    kafka_written_topic_id,
     read_partition_metadata,
     write_partition_metadata,
 )
@@ -135,4 +137,11 @@ def test_canonical_fast_path_equals_the_line_rules(id_text: str) -> None:
     """Files shaped like Kafka's (``version: 0\\ntopic_id: `` + 22 chars) skip the line rules; a str input never
     takes that shortcut, so it is the reference (the bytes are UTF-8 here, so both decode alike)."""
     data = f"version: 0\ntopic_id: {id_text}".encode()
-    assert _outcome(data) == _outcome(data.decode())
+    outcome = _outcome(data)
+    assert outcome == _outcome(data.decode())
+    # the crawl's shortcut: the id text of exactly what Kafka writes, otherwise no answer (never a wrong one)
+    text = kafka_written_topic_id(data)
+    if isinstance(outcome, PartitionMetadata) and str(outcome.topic_id) == id_text:
+        assert text == id_text
+    else:
+        assert text is None

@@ -138,7 +138,7 @@ def _summarize(listing: Listing, path: str, rel: str) -> bool:
         kept.append(_new_file(name, size, mtime, kind == 1, islink))
     for name, data in contents.items():
         listing.contents[prefix + name] = data
-    listing.summaries[rel] = _new_summary(*counts, fingerprint_of_text(text), tuple(kept))
+    listing.summaries[rel] = _new_summary(*counts, fingerprint_of_text(text), tuple(kept), contents)
     return True
 
 
