@@ -75,7 +75,7 @@ def _relative(root: str, path: str) -> str:
 
 
 def problem_strings(problems: Iterable[Problem], root: str) -> list[str]:
-    return [str(p.at(_relative(root, p.path))) for p in problems]
+    return [p.text_at(_relative(root, p.path)) for p in problems]
 
 
 def error_row(ctx: RowContext, rel: str, stage: str, error_class: str, reason: str) -> Row:

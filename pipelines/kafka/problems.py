@@ -31,8 +31,13 @@ class Problem:
         return Problem(self.severity, self.code, self.message, path)
 
     def __str__(self) -> str:
-        where = f" [{self.path}]" if self.path else ""
-        return f"{self.severity}: {self.code}{where}: {self.message}"
+        return self.text_at(self.path)
+
+    def text_at(self, path: str) -> str:
+        """``str(self.at(path))``, without making that problem."""
+        if path:
+            return f"{self.severity}: {self.code} [{path}]: {self.message}"
+        return f"{self.severity}: {self.code}: {self.message}"
 
     def to_json(self) -> dict[str, str]:
         return {"severity": self.severity, "code": self.code, "path": self.path, "message": self.message}
