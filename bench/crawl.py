@@ -1,8 +1,10 @@
 """Crawl speed against ``find``: local listing vs ``find -printf``, SFTP crawl vs ``ssh host find -printf``.
 
-    .venv/bin/python bench/crawl.py [--log-dirs 2] [--partitions 5000] [--files 10] [--keep DIR] [--no-sftp]
+    .venv/bin/python bench/crawl.py [--log-dirs 2] [--partitions 5000] [--files 10] [--kafka-like] [--keep DIR]
+        [--no-sftp]
 
-Builds a synthetic tree (empty or sparse files, a partition.metadata in each partition dir), then times in one
+Builds a synthetic tree (empty or sparse files, a partition.metadata in each partition dir; ``--kafka-like``: also
+a leader-epoch-checkpoint, and segments in sets as a broker keeps them), then times in one
 run: the listing backend alone and the crawl (listing + inventory scan + rows) against GNU find, each both with
 the compiled lister (``pipelines/crawl/_native_dirscan.c``, when built) and in pure Python (what
 ``KLGC_PURE_PYTHON=1`` runs), and, when an OpenSSH server can be started on 127.0.0.1, the SFTP crawl against
@@ -48,8 +50,20 @@ class Broker:
     inventory: str | None = None
 
 
-def build_tree(root: Path, log_dirs: int, partitions: int, files: int) -> list[Path]:
+def segment_names(files: int, kafka_like: bool) -> list[str]:
+    """``files`` names after partition.metadata: every suffix in turn, one offset each; or, ``kafka_like``, what a
+    broker keeps: leader-epoch-checkpoint and segment sets (.log, .index, .timeindex, .snapshot) by offset."""
+    if not kafka_like:
+        return [f"{i * 1000:020d}{SUFFIXES[i % len(SUFFIXES)]}" for i in range(files)]
+    names = ["leader-epoch-checkpoint"]
+    for i in range(files):
+        names += [f"{i * 1000:020d}{suffix}" for suffix in (".log", ".index", ".timeindex", ".snapshot")]
+    return names[:files]
+
+
+def build_tree(root: Path, log_dirs: int, partitions: int, files: int, kafka_like: bool = False) -> list[Path]:
     dirs = []
+    names = segment_names(files - 1, kafka_like)
     for d in range(log_dirs):
         logdir = root / f"data-{d}"
         logdir.mkdir(parents=True)
@@ -58,9 +72,11 @@ def build_tree(root: Path, log_dirs: int, partitions: int, files: int) -> list[P
             pdir = logdir / f"topic{p % 500}-{p // 500 + d * 1000}"
             pdir.mkdir()
             (pdir / "partition.metadata").write_bytes(write_partition_metadata(Uuid.from_hex(f"{p + 1:032x}")))
-            for i in range(files - 1):
-                with open(pdir / f"{i * 1000:020d}{SUFFIXES[i % len(SUFFIXES)]}", "wb") as fh:
-                    if i % 3 == 0:
+            for i, name in enumerate(names):
+                with open(pdir / name, "wb") as fh:
+                    if name == "leader-epoch-checkpoint":
+                        fh.write(b"0\n1\n0 0\n")
+                    elif i % 3 == 0:
                         fh.truncate(1 << 20)  # sparse: size without disk
         dirs.append(logdir)
     return dirs
@@ -114,6 +130,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=5000)
     ap.add_argument("--files", type=int, default=10, help="files per partition dir, partition.metadata included")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--kafka-like", action="store_true",
+                    help="partition dirs as a broker keeps them: leader-epoch-checkpoint, segment sets by offset")
     ap.add_argument("--keep", help="build the tree here and keep it (or reuse the tree already there)")
     ap.add_argument("--no-sftp", action="store_true", help="local figures only")
     args = ap.parse_args()
@@ -126,7 +144,7 @@ def main() -> int:
             dirs = sorted((base / "tree").iterdir())
             print(f"tree: reusing {base / 'tree'} ({len(dirs)} log dirs)")
         else:
-            dirs = build_tree(base / "tree", args.log_dirs, args.partitions, args.files)
+            dirs = build_tree(base / "tree", args.log_dirs, args.partitions, args.files, args.kafka_like)
             print(f"tree: {args.log_dirs} log dirs x {args.partitions} partition dirs x {args.files} files"
                   f" = {n_files} files, built in {time.perf_counter() - t:.1f}s")  # fmt: skip
         brokers = [Broker(1, tuple(map(str, dirs)), {})]

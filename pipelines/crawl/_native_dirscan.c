@@ -1,14 +1,16 @@
 /* Compiled twin of one partition dir's listing + summary (pure Python: backends/local.py `_scan` followed by
  * kafka/dir_summary.py `summarize_entries`).
  *
- * scan_dir(path: str, tails: tuple[tuple[bytes, int], ...], reads: tuple[bytes, ...], read_limit: int)
- *   -> tuple | None
+ * scan_dir(path: str, tails: tuple[tuple[bytes, int], ...], reads: tuple[bytes, ...], read_limit: int,
+ *          parent_fd: int = -1, name: str = None) -> tuple | None
  *
- * Lists `path` with opendir/readdir and one fstatat per entry, following symbolic links exactly as os.DirEntry.stat()
+ * Lists `path` (opened as `name` under the open directory `parent_fd` when both are given: no walk of the whole
+ * path per directory) and stats each entry with one fstatat, following symbolic links exactly as os.DirEntry.stat()
  * does (lstat for entries that are not links, stat for links). Kafka semantics stay in Python: `tails` maps what a
  * segment file name has after its 20 digits to a code (SEG_* below, built from segment_files._SEGMENT_TAILS), and
- * `reads` names the small files whose content is read in the same pass (openat O_NONBLOCK, regular files of at most
- * `read_limit` bytes; any failure just leaves the content out, Python then reads the file itself and reports why).
+ * `reads` names the small files whose content is read in the same pass (regular files of at most `read_limit` bytes,
+ * kept only when one read returns exactly the size the fstatat saw; anything else just leaves the content out, and
+ * Python then reads the file itself and reports why).
  *
  * Returns None when the directory needs the Python path (a name that is not valid UTF-8 -- Python sorts
  * surrogate-escaped names by code point, not by byte --, a 20-digit offset above 2^63-1, a time out of int64 ns).
@@ -31,6 +33,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 enum { SEG_TRANSIENT = 0, SEG_LOG = 1, SEG_INDEX = 2, SEG_OTHER = 3 };
 enum { KIND_FILE = 0, KIND_DIR = 1, KIND_OTHER = 2 };
@@ -164,38 +169,113 @@ static int segment_code(const Tails *t, const char *name, size_t len, long long 
     return -1;
 }
 
-/* The whole content of regular file `name` (at most `limit` bytes), or NULL with no exception set. */
-static PyObject *read_small(int dfd, const char *name, long long limit) {
-    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+/* The whole content of `name`, a regular file of `size` bytes when it was stat'ed, or NULL with no exception set.
+   No fstat: one read of size + 1 bytes must return exactly `size` bytes. Anything else (the file changed, or is no
+   longer a regular file; O_NONBLOCK keeps a FIFO from blocking) leaves the file to Python, which reads it itself. */
+static PyObject *read_small(int dfd, const char *name, long long size, long long limit) {
+    if (size < 0 || size > limit) return NULL;
+    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return NULL;
-    struct stat st;
     PyObject *out = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= limit) {
-        /* one read of size + 1: a short read of a regular file is its end (as read_regular_file); a full one
-           means it grew since the fstat, and Python reads it */
-        size_t want = (size_t)st.st_size + 1;
-        char *buf = malloc(want);
-        if (buf) {
-            ssize_t got;
-            do {
-                got = read(fd, buf, want);
-            } while (got < 0 && errno == EINTR);
-            if (got >= 0 && (size_t)got < want) {
-                out = PyBytes_FromStringAndSize(buf, got);
-                if (!out) PyErr_Clear();
-            }
-            free(buf);
+    size_t want = (size_t)size + 1;
+    char *buf = malloc(want);
+    if (buf) {
+        ssize_t got;
+        do {
+            got = read(fd, buf, want);
+        } while (got < 0 && errno == EINTR);
+        if (got == (ssize_t)size) {
+            out = PyBytes_FromStringAndSize(buf, got);
+            if (!out) PyErr_Clear();
         }
+        free(buf);
     }
     close(fd);
     return out;
 }
 
+/* Directory entries, read with getdents64 on Linux (opendir would fstat the directory first), readdir elsewhere. */
+typedef struct {
+#ifdef __linux__
+    int fd;
+    long pos, len;
+    char buf[32768];
+#else
+    DIR *dir;
+#endif
+} DirReader;
+
+typedef struct {
+    const char *name;
+    unsigned char type; /* DT_* */
+} DirItem;
+
+#ifdef __linux__
+struct linux_dirent64_ {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static int dir_open(DirReader *r, int fd) {
+    r->fd = fd;
+    r->pos = r->len = 0;
+    return 0;
+}
+
+/* 1 and *item set, 0 at the end, -1 with errno set. */
+static int dir_next(DirReader *r, DirItem *item) {
+    if (r->pos >= r->len) {
+        long n = syscall(SYS_getdents64, r->fd, r->buf, sizeof r->buf);
+        if (n < 0) return -1;
+        if (n == 0) return 0;
+        r->pos = 0;
+        r->len = n;
+    }
+    struct linux_dirent64_ *d = (struct linux_dirent64_ *)(r->buf + r->pos);
+    r->pos += d->d_reclen;
+    item->name = d->d_name;
+    item->type = d->d_type;
+    return 1;
+}
+
+static int dir_fd(DirReader *r) { return r->fd; }
+static void dir_close(DirReader *r) { close(r->fd); }
+#else
+static int dir_open(DirReader *r, int fd) {
+    r->dir = fdopendir(fd);
+    if (!r->dir) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static int dir_next(DirReader *r, DirItem *item) {
+    errno = 0;
+    struct dirent *de = readdir(r->dir);
+    if (!de) return errno ? -1 : 0;
+    item->name = de->d_name;
+    item->type = de->d_type;
+    return 1;
+}
+
+static int dir_fd(DirReader *r) { return dirfd(r->dir); }
+static void dir_close(DirReader *r) { closedir(r->dir); }
+#endif
+
 static PyObject *scan_dir(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *path_obj, *tails_obj, *reads_obj;
+    PyObject *path_obj, *tails_obj, *reads_obj, *name_obj = NULL;
     long long read_limit;
-    if (!PyArg_ParseTuple(args, "UOO!L", &path_obj, &tails_obj, &PyTuple_Type, &reads_obj, &read_limit)) return NULL;
+    int parent_fd = -1;
+    if (!PyArg_ParseTuple(args, "UOO!L|iU", &path_obj, &tails_obj, &PyTuple_Type, &reads_obj, &read_limit, &parent_fd,
+                          &name_obj))
+        return NULL;
     Tails tails;
     if (tails_obj == cached_tails_obj) {
         tails = cached_tails;
@@ -207,17 +287,20 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
             cached_tails = tails;
         }
     }
-    PyObject *path_bytes = PyUnicode_EncodeFSDefault(path_obj);
-    if (!path_bytes) return NULL;
-
-    DIR *dir = opendir(PyBytes_AS_STRING(path_bytes));
+    /* open `name` under `parent_fd` when given (no walk of the whole path), else `path` */
+    int relative = parent_fd >= 0 && name_obj != NULL;
+    PyObject *open_bytes = PyUnicode_EncodeFSDefault(relative ? name_obj : path_obj);
+    if (!open_bytes) return NULL;
+    int fd = openat(relative ? parent_fd : AT_FDCWD, PyBytes_AS_STRING(open_bytes),
+                    O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
     int open_errno = errno;
-    Py_DECREF(path_bytes);
-    if (!dir) {
-        errno = open_errno;
+    Py_DECREF(open_bytes);
+    DirReader dir;
+    if (fd < 0 || dir_open(&dir, fd) < 0) {
+        errno = fd < 0 ? open_errno : errno;
         return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_obj);
     }
-    int dfd = dirfd(dir);
+    int dfd = dir_fd(&dir);
 
     Work w = {0};
     PyObject *others = PyList_New(0), *errors = PyList_New(0), *contents = PyDict_New();
@@ -227,16 +310,14 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
     if (!others || !errors || !contents) goto done;
 
     for (;;) {
-        errno = 0;
-        struct dirent *de = readdir(dir);
-        if (!de) {
-            if (errno) {
-                PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_obj);
-                goto done;
-            }
-            break;
+        DirItem de;
+        int more = dir_next(&dir, &de);
+        if (more < 0) {
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_obj);
+            goto done;
         }
-        const char *name = de->d_name;
+        if (!more) break;
+        const char *name = de.name;
         if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
         size_t len = strlen(name);
         if (!is_ascii(name, len)) { /* strict UTF-8, else Python's order (surrogate escapes) differs from bytes */
@@ -251,8 +332,8 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
 
         /* stat like os.DirEntry: is_symlink from d_type (lstat when unknown), then stat() follows links */
         struct stat st;
-        int islink = de->d_type == DT_LNK, err = 0;
-        if (de->d_type == DT_UNKNOWN) {
+        int islink = de.type == DT_LNK, err = 0;
+        if (de.type == DT_UNKNOWN) {
             if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) islink = S_ISLNK(st.st_mode);
         }
         if (fstatat(dfd, name, &st, islink ? 0 : AT_SYMLINK_NOFOLLOW) != 0) err = errno;
@@ -356,7 +437,7 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
                     if (!PyBytes_Check(want) || (size_t)PyBytes_GET_SIZE(want) != len ||
                         memcmp(PyBytes_AS_STRING(want), name, len) != 0)
                         continue;
-                    PyObject *data = read_small(dfd, name, read_limit);
+                    PyObject *data = read_small(dfd, name, size, read_limit);
                     if (data) {
                         PyObject *key = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, NULL);
                         int rc = key ? PyDict_SetItem(contents, key, data) : -1;
@@ -425,7 +506,7 @@ static PyObject *scan_dir(PyObject *self, PyObject *args) {
                            contents);
 
 done:
-    closedir(dir);
+    dir_close(&dir);
     work_free(&w);
     Py_XDECREF(others);
     Py_XDECREF(errors);

@@ -20,11 +20,13 @@ Kafka raises on the first problem; so do we, with a typed ``CheckpointError``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.javatext import parse_java_integer, read_lines, split_whitespace
 
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
@@ -155,10 +157,22 @@ def read_offset_checkpoint(data: bytes | str, *, expected_version: int = CURRENT
     return _read(data, 3, _parse_offset_entry, expected_version)
 
 
+_new_checkpoint = fast_constructor(Checkpoint)
+_new_epoch = fast_constructor(EpochEntry)
+_KAFKA_WRITTEN_EPOCHS = re.compile(rb"0\n([0-9]{1,9})\n((?:[0-9]{1,9} [0-9]{1,18}\n)*)")
+"""A version-0 leader-epoch-checkpoint as Kafka writes it, every number in range (a broker keeps one per replica)."""
+
+
 def read_leader_epoch_checkpoint(
     data: bytes | str, *, expected_version: int = CURRENT_VERSION
 ) -> Checkpoint[EpochEntry]:
     """Parse ``leader-epoch-checkpoint``. Raises like ``read_offset_checkpoint``."""
+    written = _KAFKA_WRITTEN_EPOCHS.fullmatch(data) if isinstance(data, bytes) and expected_version == 0 else None
+    if written is not None:  # what Kafka writes: no line rules to apply; the rules decide any other file
+        numbers = [int(n) for n in written.group(2).split()]
+        declared = int(written.group(1))
+        if len(numbers) == 2 * declared:
+            return _new_checkpoint(0, declared, tuple(map(_new_epoch, numbers[::2], numbers[1::2])))
     return _read(data, 2, _parse_epoch_entry, expected_version)
 
 

@@ -136,3 +136,25 @@ def test_offset_round_trip(entries: list[OffsetEntry]) -> None:
 @given(st.lists(st.builds(EpochEntry, st.integers(0, 2**31 - 1), st.integers(0, 2**63 - 1)), max_size=30))
 def test_epoch_round_trip(entries: list[EpochEntry]) -> None:
     assert read_leader_epoch_checkpoint(write_leader_epoch_checkpoint(entries)).entries == tuple(entries)
+
+
+def _outcome(data: bytes | str) -> object:
+    try:
+        return read_leader_epoch_checkpoint(data)
+    except CheckpointError as exc:
+        return (type(exc), str(exc), exc.offset)
+
+
+EPOCH_TEXT = st.one_of(
+    st.lists(st.integers(0, 2**63), max_size=7).map(lambda ns: " ".join(map(str, ns))),
+    st.text(st.sampled_from("0123456789 \n\t+-"), max_size=40),
+)
+
+
+@given(st.sampled_from(["0", "1", "00"]), st.integers(0, 4).map(str) | st.just("+1"),
+       st.lists(EPOCH_TEXT, max_size=4))  # fmt: skip
+def test_epoch_shortcut_for_kafka_written_files_equals_the_line_rules(version: str, count: str,
+                                                                       lines: list[str]) -> None:  # fmt: skip
+    """Files shaped like Kafka's skip the line rules; a str input never takes that shortcut (the reference)."""
+    data = "".join(f"{line}\n" for line in [version, count, *lines]).encode()
+    assert _outcome(data) == _outcome(data.decode())

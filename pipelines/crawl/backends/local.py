@@ -113,15 +113,16 @@ def _native_root(listing: Listing, root: str) -> list[ListedEntry] | None:
     return [_new_listed(name, _KINDS[kind], size, mtime, islink) for name, kind, size, mtime, islink in others]
 
 
-def _summarize(listing: Listing, path: str, rel: str) -> bool:
+def _summarize(listing: Listing, path: str, rel: str, root_fd: int) -> bool:
     """List and sum up one partition dir with the compiled lister; False when it must be listed in Python.
 
     Keeps in ``listing`` what ``_scan`` would have kept, less the segment files' entries: the summary, the
-    other entries, their listing errors (in listing order) and the small files read on the way.
+    other entries, their listing errors (in listing order) and the small files read on the way. ``root_fd``: the
+    log dir, open (the dir is opened by its name there), or -1 (by ``path``).
     """
     assert _native is not None
     try:
-        got = _native.scan_dir(path, SEGMENT_TAIL_CODES, _READS, SMALL_FILE_LIMIT)
+        got = _native.scan_dir(path, SEGMENT_TAIL_CODES, _READS, SMALL_FILE_LIMIT, root_fd, rel)
     except OSError as exc:
         _failed_dir(listing, rel, exc)
         return True
@@ -140,6 +141,14 @@ def _summarize(listing: Listing, path: str, rel: str) -> bool:
         listing.contents[prefix + name] = data
     listing.summaries[rel] = _new_summary(*counts, fingerprint_of_text(text), tuple(kept), contents)
     return True
+
+
+def _open_dir(path: str) -> int:
+    """``path`` opened as a directory, or -1 (then each partition dir is opened by its whole path)."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, AttributeError):  # AttributeError: no O_DIRECTORY on this platform
+        return -1
 
 
 def statvfs_totals(path: str) -> FsTotals | None:
@@ -183,13 +192,18 @@ def list_log_dir(
         wanted = frozenset()  # too big for one task: root only, the caller fans out
     listing.descended = wanted is None
     entries = listing.entries
-    for entry in top:
-        entries[entry.rel] = entry
-        if entry.kind == "directory" and (wanted is None or entry.rel in wanted):
-            if summarize and _summarize(listing, f"{root}/{entry.rel}", entry.rel):
-                continue
-            for child in _scan(listing, f"{root}/{entry.rel}", entry.rel + "/"):
-                entries[child.rel] = child
+    root_fd = _open_dir(root) if summarize else -1
+    try:
+        for entry in top:
+            entries[entry.rel] = entry
+            if entry.kind == "directory" and (wanted is None or entry.rel in wanted):
+                if summarize and _summarize(listing, f"{root}/{entry.rel}", entry.rel, root_fd):
+                    continue
+                for child in _scan(listing, f"{root}/{entry.rel}", entry.rel + "/"):
+                    entries[child.rel] = child
+    finally:
+        if root_fd >= 0:
+            os.close(root_fd)
     listing.totals = statvfs_totals(root)
     if listing.totals is None:
         listing.errors.append(ListingError("", "statvfs", "OSError", "statvfs not supported here"))
