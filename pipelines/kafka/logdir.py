@@ -186,10 +186,10 @@ def _summary(
     return summarize_entries(entries), entries if keep_entries else ()
 
 
-def _read_small(lister: Lister, path: str, summary: DirSummary, name: str, problems: list[Problem],
+def _read_small(lister: Lister, path: str, contents: Mapping[str, bytes], name: str, problems: list[Problem],
                 what: str) -> bytes | None:  # fmt: skip
-    """File ``name`` of partition dir ``path``: as the lister read it while listing, else read now."""
-    data = summary.contents.get(name)
+    """File ``name`` of partition dir ``path``: as the lister read it while listing (``contents``), else now."""
+    data = contents.get(name)
     return data if data is not None else _read(lister, lister.join(path, name), problems, what)
 
 
@@ -216,6 +216,7 @@ def _scan_partition_dir(
             _ms(entry.mtime_ns), "", problems=tuple(problems),
         )  # fmt: skip
     transient = summary.transient
+    contents = summary.contents
     unknown: list[str] = []
     tmp_problems: list[Problem] = []
     present: set[str] = set()  # names of the files with fixed names (partition.metadata, ...)
@@ -248,7 +249,7 @@ def _scan_partition_dir(
     topic_id: str | None = None
     pm_status = "missing"
     if PARTITION_METADATA in present:
-        data = _read_small(lister, path, summary, PARTITION_METADATA, problems, "partition_metadata")
+        data = _read_small(lister, path, contents, PARTITION_METADATA, problems, "partition_metadata")
         pm_status = "unreadable" if data is None else "ok"
         topic_id = None if data is None else kafka_written_topic_id(data)
         if data is not None and topic_id is None:
@@ -271,7 +272,7 @@ def _scan_partition_dir(
 
     epochs: tuple[EpochEntry, ...] = ()
     if LEADER_EPOCH in present:
-        data = _read_small(lister, path, summary, LEADER_EPOCH, problems, "leader_epoch_checkpoint")
+        data = _read_small(lister, path, contents, LEADER_EPOCH, problems, "leader_epoch_checkpoint")
         if data is not None:
             try:
                 epochs = read_leader_epoch_checkpoint(data).entries
@@ -282,7 +283,7 @@ def _scan_partition_dir(
 
     quorum: QuorumState | None = None
     if QUORUM_STATE in present:
-        data = _read_small(lister, path, summary, QUORUM_STATE, problems, "quorum_state")
+        data = _read_small(lister, path, contents, QUORUM_STATE, problems, "quorum_state")
         if data is not None:
             try:
                 quorum = read_quorum_state(data)

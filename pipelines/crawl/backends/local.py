@@ -135,7 +135,8 @@ def _summarize(listing: Listing, path: str, rel: str, root_fd: int) -> bool:
     kept = []
     entries = listing.entries
     for name, kind, size, mtime, islink in others:
-        entries[prefix + name] = _new_listed(prefix + name, _KINDS[kind], size, mtime, islink)
+        rel_name = prefix + name
+        entries[rel_name] = _new_listed(rel_name, _KINDS[kind], size, mtime, islink)
         kept.append(_new_file(name, size, mtime, kind == 1, islink))
     for name, data in contents.items():
         listing.contents[prefix + name] = data
