@@ -1,8 +1,8 @@
 """What a listing backend hands to the inventory scan: every entry of a log dir down to depth 2, plus read errors.
 
 A ``Listing`` is the result of ONE pass over a log dir (one ``os.scandir`` or compiled ``scan_dir`` per directory
-locally, one remote ``find`` over SSH); :class:`~pipelines.crawl.prelisted_fs.PrelistedFileSystem` serves it to
-``pipelines.kafka.logdir.scan_log_dir`` as a read-only fsspec filesystem, so the scan itself never lists again.
+locally, one remote ``find`` over SSH); :class:`~pipelines.crawl.listing_lister.ListingLister` serves it to
+``pipelines.kafka.logdir.scan_log_dir``, so the scan itself never lists again.
 
 Symbolic links are followed, as Kafka does (``java.io.File.isDirectory``): a link to a directory is a directory; a
 link whose target is missing is an entry of kind ``other`` and a ``ListingError``.

@@ -1,9 +1,9 @@
 """A :class:`~pipelines.kafka.listing.Lister` answering from a :class:`~pipelines.crawl.listing.Listing`.
 
-What the crawl hands to ``scan_log_dir(..., lister=...)``: the same answers as
-:class:`~pipelines.crawl.prelisted_fs.PrelistedFileSystem` seen through ``FsspecLister``, without the fsspec
-round trip (no info dicts, no time-key guessing, no instance tokenising of the whole listing). Entries become
-``FileEntry`` objects once, grouped by directory, in listing order.
+What the crawl hands to ``scan_log_dir(..., lister=...)``: the answers a read-only fsspec filesystem over the
+listing would give through ``FsspecLister`` (``tests/crawl/prelisted_fs.py`` is that filesystem, and the tests hold
+the two to the same scan), without the fsspec round trip (no info dicts, no time-key guessing, no instance
+tokenising of the whole listing). Entries become ``FileEntry`` objects once, grouped by directory, in listing order.
 """
 
 from __future__ import annotations

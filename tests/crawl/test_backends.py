@@ -12,8 +12,8 @@ import pytest
 from pipelines.crawl.backends import BACKENDS, backend_for, backend_name, generic, local, register_backend, sftp
 from pipelines.crawl.backends.ssh_options import ssh_target
 from pipelines.crawl.listing import ListedEntry, Listing
-from pipelines.crawl.prelisted_fs import PrelistedFileSystem
 from pipelines.errors import ConfigError
+from tests.crawl.prelisted_fs import PrelistedFileSystem
 
 
 def test_registry_by_scheme_lazy_read_only_no_silent_overwrite() -> None:

@@ -11,8 +11,8 @@ import pytest
 from pipelines.crawl.backends import local
 from pipelines.crawl.listing import Listing
 from pipelines.crawl.listing_lister import ListingLister
-from pipelines.crawl.prelisted_fs import PrelistedFileSystem
 from pipelines.kafka.logdir import LogDirInventory, scan_log_dir
+from tests.crawl.prelisted_fs import PrelistedFileSystem
 
 
 def _odd_listing(cluster: dict[str, Path]) -> Listing:

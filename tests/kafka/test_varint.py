@@ -1,4 +1,4 @@
-"""Varint encodings and the bounded ByteReader (facts 5.4 'Varint encodings')."""
+"""Varint encodings (facts 5.4 'Varint encodings')."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from pipelines.errors import DecodeError
 from pipelines.kafka import varint
-from pipelines.kafka.bytes_reader import ByteReader
 
 # Hand-computed from the ZigZag + base-128 rules.
 VARINT_CASES = [
@@ -82,30 +81,3 @@ def test_writers_reject_out_of_range() -> None:
     for bad in bad_calls:
         with pytest.raises(ValueError):
             bad()
-
-
-def test_byte_reader_reads_and_reports_absolute_offsets() -> None:
-    data = bytes.fromhex("7f" "0102" "00000003" "04616263" "00" "03")
-    r = ByteReader(data, base=100)
-    assert r.int8() == 127
-    assert r.int16() == 0x0102
-    assert r.int32() == 3
-    assert r.compact_string() == "abc"
-    assert r.compact_string(nullable=True) is None
-    with pytest.raises(DecodeError) as info:
-        r.compact_bytes()  # length 2 but only 0 bytes left
-    assert info.value.offset == 100 + 12
-    with pytest.raises(DecodeError):
-        ByteReader(b"\x00").compact_string(nullable=False)
-
-
-def test_byte_reader_never_returns_partial_data() -> None:
-    r = ByteReader(b"\x00\x01\x02")
-    with pytest.raises(DecodeError):
-        r.int32()
-    assert r.pos == 0  # nothing consumed
-    assert r.raw(3) == b"\x00\x01\x02"
-    r.expect_end("test")
-    with pytest.raises(DecodeError):
-        ByteReader(b"\x05").varint_bytes()  # zigzag 5 = -3: negative length
-    assert ByteReader(b"\x01").varint_bytes() is None

@@ -1,4 +1,6 @@
-"""A read-only fsspec filesystem answering from a :class:`~pipelines.crawl.listing.Listing`.
+"""A read-only fsspec filesystem answering from a :class:`~pipelines.crawl.listing.Listing`: the reference the
+crawl's :class:`~pipelines.crawl.listing_lister.ListingLister` is held to (``scan_log_dir`` through either gives the
+same inventory).
 
 ``ls``/``info`` never touch storage; ``cat_file``/``open`` return prefetched bytes or call the listing's reader.
 Only regular files are read: a FIFO or socket named ``partition.metadata`` raises instead of blocking the crawl.
