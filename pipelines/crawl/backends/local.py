@@ -148,7 +148,7 @@ def _open_dir(path: str) -> int:
     """``path`` opened as a directory, or -1 (then each partition dir is opened by its whole path)."""
     try:
         return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (OSError, AttributeError):  # AttributeError: no O_DIRECTORY on this platform
+    except OSError:
         return -1
 
 
