@@ -45,3 +45,8 @@ class PreconditionFailed(PipelinesError):
 
 class ExecutorBusy(PipelinesError):
     """Another executor, or a running broker, holds a lock the executor needs."""
+
+
+class HostIOError(PipelinesError):
+    """A write on the broker host failed (disk full, I/O error); every completed step is journalled, so a rerun
+    resumes where it stopped."""

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from pipelines.cli.exit_codes import FAILED
+from pipelines.cli.exit_codes import FAILED, PRECONDITION
 from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_options
 from pipelines.config.duration import parse_duration_ms
 from pipelines.config.models import AppConfig
-from pipelines.errors import ConfigError, ExecutorBusy, PipelinesError
+from pipelines.errors import ConfigError
 
 if TYPE_CHECKING:
     from pipelines.execute.restore import RestoreReport
@@ -57,7 +56,10 @@ def _duration(text: str | None) -> int | None:
 @workflow_options
 def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execute: bool, config_path: str | None,
           warehouse: str | None, as_json: bool) -> None:
-    """Quarantine the approved items of PLAN_ID that live on broker ID (dry run unless --execute)."""
+    """Quarantine the approved items of PLAN_ID that live on broker ID (dry run unless --execute).
+
+    Exits 9 when an item failed, 6 when an item was skipped or not reached (each line says why).
+    """
     from pipelines.execute.apply import apply_plan
 
     app = load_app(config_path, warehouse, need_config=True)
@@ -65,12 +67,15 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
                         plan_file=plan_file)
     lines = [f"{'APPLY' if report.executed else 'DRY RUN'} plan {plan_id} on broker {broker}"]
     lines += [f"  {i.action:<16} {i.path}" + (f"  ({i.reason})" if i.reason else "") for i in report.items]
+    lines += [f"  problem: {p}" for p in report.problems]
     if report.executed:
         lines.append(f"  status: {report.status}; {report.bytes_quarantined:,} bytes quarantined; "
                      f"journal mirror: {report.journal_mirrored}")
     emit(as_json, report.to_dict(), "\n".join(lines))
     if report.count("failed"):
         sys.exit(FAILED)
+    if report.count("skipped", "not_reached"):
+        sys.exit(PRECONDITION)
 
 
 @click.command("restore")
@@ -81,106 +86,88 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
 @workflow_options
 def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool, execute: bool,
             config_path: str | None, warehouse: str | None, as_json: bool) -> None:
-    """Move quarantined items of PLAN_ID back to their original paths (dry run unless --execute)."""
+    """Move quarantined items of PLAN_ID back to their original paths (dry run unless --execute).
+
+    Exits 9 when an item was refused (or, with --execute, skipped), 5 when the plan is unknown.
+    """
     from pipelines.execute.restore import restore as do_restore
 
     app = load_app(config_path, warehouse, need_config=True)
     executed = _execute(dry_run, execute)
-    reports = []
-    lines: list[str] = []
-    for b in _brokers(app, broker):
-        report = do_restore(app, b, plan_id, item_id=item_id, execute=executed)
-        marked = (executed and item_id is None and bool(report.restored) and not report.skipped
-                  and _mark_restored(app, plan_id, b))
-        reports.append(report)
-        lines += _restore_lines(report, marked)
+    store = open_store(app)
+    reports = [do_restore(app, store, plan_id, b, item_id=item_id, execute=executed) for b in _brokers(app, broker)]
+    lines = [line for r in reports for line in _restore_lines(r)]
     emit(as_json, [r.to_dict() for r in reports], "\n".join(lines))
-    if any(r.executed and r.skipped for r in reports):
+    if any(r.failed or (r.executed and r.skipped) for r in reports):
         sys.exit(FAILED)
 
 
-def _restore_lines(report: RestoreReport, marked: bool) -> list[str]:
+def _restore_lines(report: RestoreReport) -> list[str]:
     """The human report of one broker's restore, laid out like ``apply``'s."""
     done, skip = ("restored", "skipped") if report.executed else ("would_restore", "would_skip")
     lines = [f"{'RESTORE' if report.executed else 'DRY RUN restore'} plan {report.plan_id} "
              f"on broker {report.broker_id}"]
     lines += [f"  {done:<16} {report.paths[i]}" for i in report.restored]
     lines += [f"  {skip:<16} {report.paths[i]}  ({why})" for i, why in report.skipped.items()]
+    lines += [f"  {'failed':<16} {report.paths[i]}  ({why})" for i, why in report.failed.items()]
+    lines += [f"  problem: {p}" for p in report.problems]
     if not report.paths:
         lines.append("  nothing quarantined for this plan")
     elif report.executed:
-        lines.append(f"  status: {len(report.restored)} restored, {len(report.skipped)} skipped"
-                     + ("; plan marked restored" if marked else ""))
+        lines.append(f"  status: {len(report.restored)} restored, {len(report.skipped)} skipped, "
+                     f"{len(report.failed)} failed" + (f"; plan {report.status}" if report.status else ""))
     return lines
 
 
-def _mark_restored(app: AppConfig, plan_id: str, broker: int) -> bool:
-    from pipelines.plan import approval
-
-    try:
-        approval.set_status(open_store(app), plan_id, approval.RESTORED, actor=f"executor@broker-{broker}",
-                            comment="restore")
-    except (OSError, PipelinesError) as exc:
-        click.echo(f"logdir-gc restore: warning: plan status not updated: {exc}", err=True)
-        return False
-    return True
-
-
 @click.command("purge")
-@click.option("--older-than", "older_than", default=None, help="Override the retention (e.g. 7d, 12h).")
+@click.option("--older-than", "older_than", default=None,
+              help="Override the retention (e.g. 7d, 12h); never below executor.purge_retention_floor_ms.")
 @click.option("--broker", "broker", type=int, default=None)
 @_mode
 @workflow_options
 def purge(older_than: str | None, broker: int | None, dry_run: bool, execute: bool, config_path: str | None,
           warehouse: str | None, as_json: bool) -> None:
-    """Delete quarantined items past retention, paced; reports expected and statvfs-measured bytes."""
+    """Delete quarantined items past retention, paced; reports expected and statvfs-measured bytes.
+
+    Exits 9 when an item was left alone because a check refused it (each is listed with the reason).
+    """
     from pipelines.execute.purge import purge as do_purge
 
     app = load_app(config_path, warehouse, need_config=True)
-    reports = [do_purge(app, b, older_than_ms=_duration(older_than), execute=_execute(dry_run, execute))
-               for b in _brokers(app, broker)]
-    text = "\n".join(f"broker {r.broker_id}: {'purged' if r.executed else 'would purge'} {len(r.items)} items, "
-                     f"expected {r.expected_bytes:,} bytes, measured {r.measured_bytes}, kept {r.kept}"
-                     for r in reports)
-    emit(as_json, [r.to_dict() for r in reports], text)
+    store = open_store(app)
+    reports = [do_purge(app, b, older_than_ms=_duration(older_than), execute=_execute(dry_run, execute),
+                        store=store) for b in _brokers(app, broker)]
+    lines = []
+    for r in reports:
+        lines.append(f"broker {r.broker_id}: {'purged' if r.executed else 'would purge'} {len(r.items)} items, "
+                     f"expected {r.expected_bytes:,} bytes, measured {r.measured_bytes}, kept {r.kept}")
+        lines += [f"  failed {key}: {why}" for key, why in r.failed.items()]
+        lines += [f"  problem: {p}" for p in r.problems]
+    emit(as_json, [r.to_dict() for r in reports], "\n".join(lines))
+    if any(r.failed for r in reports):
+        sys.exit(FAILED)
 
 
 @click.command("prestart")
 @click.option("--broker", "broker", type=int, required=True)
 @click.option("--budget", default=None, help="Time budget (default executor.prestart_time_budget_ms).")
+@click.option("--worker-deadline", "worker_deadline", type=float, default=None, hidden=True)
 @workflow_options
-def prestart(broker: int, budget: str | None, config_path: str | None, warehouse: str | None,
-             as_json: bool) -> None:
+def prestart(broker: int, budget: str | None, worker_deadline: float | None, config_path: str | None,
+             warehouse: str | None, as_json: bool) -> None:
     """Broker pre-start hook: apply approved plans' items for this broker within a time budget, then exit 0.
 
-    Never blocks the broker: an unreachable warehouse, a refused plan or a held lock is reported, not fatal.
+    Never blocks the broker: the work runs in a child process that is killed when the budget is spent (every step
+    is journalled, so a killed apply resumes next time); a bad config, an unreachable warehouse, a refused plan or
+    a held lock is reported, never fatal.
     """
-    from pipelines.execute.apply import apply_plan
-    from pipelines.plan import approval
+    from pipelines.cli.prestart import run_worker, supervise
 
-    app = load_app(config_path, warehouse, need_config=True)
-    budget_ms = app.executor.prestart_time_budget_ms if budget is None else _duration(budget) or 0
-    deadline = time.monotonic() + budget_ms / 1000
-    results: list[dict[str, Any]] = []
     try:
-        store = open_store(app)
-        candidates = [r for r in approval.list_plans(store, app.cluster) if r.status in approval.EXECUTABLE
-                      and r.status != approval.APPLIED]
-    except (OSError, PipelinesError) as exc:
-        emit(as_json, {"error": f"warehouse unreachable: {exc}"}, f"prestart: warehouse unreachable: {exc}")
-        return
-    for record in candidates:
-        if time.monotonic() > deadline:
-            results.append({"plan_id": record.plan_id, "skipped": "time budget exhausted"})
-            continue
-        if not any(i.broker_id == broker for i in record.plan().items):
-            continue
-        try:
-            report = apply_plan(app, store, record.plan_id, broker, execute=True, deadline=deadline)
-            results.append(report.to_dict())
-        except ExecutorBusy as exc:
-            results.append({"plan_id": record.plan_id, "refused": str(exc)})
-            break
-        except (PipelinesError, OSError) as exc:  # reported, never fatal: the broker must start
-            results.append({"plan_id": record.plan_id, "refused": str(exc)})
+        if worker_deadline is not None:
+            results = run_worker(config_path, warehouse, broker, worker_deadline)
+        else:
+            results = supervise(config_path, warehouse, broker, budget)
+    except Exception as exc:  # the broker must start: whatever went wrong is reported, and the exit code is 0
+        results = [{"error": f"prestart: {type(exc).__name__}: {exc}"}]
     emit(as_json, results, "\n".join(str(r) for r in results) or "prestart: nothing to apply")

@@ -13,6 +13,7 @@ PRECONDITION = 6  # executor refused: precondition failed on disk
 BUSY = 7  # a lock is held: broker running or another executor
 DECODE = 8  # input is not the Kafka format it claims to be
 FAILED = 9  # a run finished but failed (e.g. plan re-check disagreement)
+HOST_IO = 10  # a write on the broker host failed (disk full, I/O error); rerun to resume
 
 #: Most specific first.
 FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
@@ -20,6 +21,7 @@ FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (errors.PolicyViolation, POLICY),
     (errors.PlanError, POLICY),
     (errors.ExecutorBusy, BUSY),
+    (errors.HostIOError, HOST_IO),
     (errors.PreconditionFailed, PRECONDITION),
     (errors.DecodeError, DECODE),
     (errors.ReplayError, DECODE),

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from pipelines.config.models import AppConfig
 from pipelines.errors import ConfigError
+from pipelines.kafka.listing import read_regular_file
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -33,9 +34,11 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ap
     """
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_regular_file(str(p)).decode("utf-8"))  # a FIFO named as the config never blocks
     except OSError as exc:
         raise ConfigError(f"cannot read config {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):

@@ -92,16 +92,43 @@ class PolicyConfig(_Strict):
         return v
 
 
+#: ``--older-than`` can never go below this (a purge deletes for good).
+PURGE_RETENTION_FLOOR_MS = 3_600_000
+
+
 class ExecutorConfig(_Strict):
     quarantine_dir_name: str = Field(default=".logdir-gc-quarantine", description="created beside each log dir, on"
-                                     " the same filesystem, never inside it")
+                                     " the same filesystem, never inside it; a plain directory name")
     state_dir: str | None = Field(default=None, description="journal and locks; default <quarantine>/../.logdir-gc")
     purge_retention_ms: int = Field(default=7 * 86_400_000)
+    purge_retention_floor_ms: int = Field(default=PURGE_RETENTION_FLOOR_MS, description="no purge (not even with "
+                                          "--older-than) deletes an item quarantined more recently; at least 1 h")
     purge_bytes_per_second: int | None = Field(default=None, ge=1)
     purge_files_per_second: int | None = Field(default=None, ge=1)
     prestart_time_budget_ms: int = Field(default=300_000)
 
-    _durations = field_validator("purge_retention_ms", "prestart_time_budget_ms", mode="before")(_duration)
+    _durations = field_validator("purge_retention_ms", "purge_retention_floor_ms", "prestart_time_budget_ms",
+                                 mode="before")(_duration)
+
+    @field_validator("quarantine_dir_name")
+    @classmethod
+    def _plain_name(cls, v: str) -> str:
+        if not v or v in (".", "..") or "/" in v or "\0" in v or v != v.strip():
+            raise ValueError(f"{v!r} must be a plain directory name (created beside each log dir)")
+        return v
+
+    @field_validator("purge_retention_floor_ms")
+    @classmethod
+    def _purge_floor(cls, v: int) -> int:
+        if v < PURGE_RETENTION_FLOOR_MS:
+            raise ValueError(f"must be at least {PURGE_RETENTION_FLOOR_MS // 60000} minutes")
+        return v
+
+    @model_validator(mode="after")
+    def _retention_above_floor(self) -> ExecutorConfig:
+        if self.purge_retention_ms < self.purge_retention_floor_ms:
+            raise ValueError("executor.purge_retention_ms is below executor.purge_retention_floor_ms")
+        return self
 
 
 class SparkConfig(_Strict):

@@ -1,15 +1,19 @@
 """Applying an approved plan on one broker host: verify, lock, journal, quarantine by one rename per item.
 
-Order of an ``--execute`` run: load the approved plan (``plan_source``), bind it to this host
-(``meta.properties``), take the executor lock, then Kafka's ``.lock`` of every log dir involved (held until the
-end), mark the plan ``applying``, and for each item: journal ``item.intent``, re-verify every precondition,
-write the manifest, journal ``rename.intent``, rename, fsync both parents, journal ``rename.done`` and
-``item.done``. A dry run (the default) does the loading, binding and verification only and changes nothing.
+Order of an ``--execute`` run: load the approved plan (``plan_source``), check its claims against the host's policy,
+bind it to this host (``meta.properties``), re-read the controller, take the executor lock, then Kafka's ``.lock``
+of every log dir involved (held until the end), verify every pending item and check the host's per-broker budgets
+on what was MEASURED, validate the quarantine areas, record the broker as ``applying``, and for each item: journal
+``item.intent``, re-verify every precondition (``preconditions.verify_item``: facts from the disk and the
+controller only), write the manifest, journal ``rename.intent``, rename (never replacing anything), fsync both
+parents, journal ``rename.done`` (with the fingerprint it moved) and ``item.done``. A dry run (the default) does the
+loading, binding and verification only and changes nothing.
 
 Crash recovery: an item whose journal ends in ``rename.intent`` is finished by looking at the disk. If the
 quarantine destination exists and its fingerprint equals the manifest's, the rename happened: it is journalled
 as done. Otherwise the rename did not happen and the item is processed again from scratch (re-verified). An
-item journalled ``done`` is never touched again, so each item is moved exactly once or not at all.
+item journalled ``done`` is never touched again, so each item is moved exactly once or not at all. A failed write
+on the host (disk full) stops the run with :class:`~pipelines.errors.HostIOError`; a rerun resumes.
 """
 
 from __future__ import annotations
@@ -22,28 +26,28 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.config.models import AppConfig, BrokerConfig
-from pipelines.errors import PipelinesError, PreconditionFailed
-from pipelines.execute.assignment import load_assignment_check
+from pipelines.errors import HostIOError, PipelinesError, PreconditionFailed
+from pipelines.execute.controller_view import ControllerView, load_controller_view
 from pipelines.execute.faults import fault_point
-from pipelines.execute.journal import DONE, FAILED, INTENT, SKIPPED, Journal, JournalRecord, fsync_dir
+from pipelines.execute.journal import DONE, FAILED, INTENT, SKIPPED, Journal, JournalRecord, fsync_dir, item_state
 from pipelines.execute.locks import executor_lock, kafka_dir_lock
 from pipelines.execute.plan_source import load_executable_plan
-from pipelines.execute.preconditions import AssignmentCheck, ItemSkipped, check_host, verify_item
-from pipelines.execute.quarantine import (
-    ManifestFile,
-    QuarantineManifest,
-    item_dir,
-    prepare_item_dir,
-    read_manifest,
-    write_manifest,
+from pipelines.execute.preconditions import (
+    HostRules,
+    ItemSkipped,
+    VerifiedItem,
+    check_budgets,
+    check_host,
+    verify_item,
 )
+from pipelines.execute.quarantine import ManifestFile, QuarantineArea, QuarantineManifest, write_manifest
+from pipelines.execute.safe_fs import lstat_at, open_dir, rename_noreplace
+from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
 from pipelines.kafka.listing import LocalLister
-from pipelines.kafka.logdir import fingerprint_entries, fingerprint_triples
-from pipelines.plan import approval
+from pipelines.plan import approval, broker_status
+from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, PlanItem
 from pipelines.tables.base import TableStore
-
-_FROM_CONFIG: Any = object()
 
 
 @dataclass
@@ -54,6 +58,7 @@ class ItemOutcome:
     reason: str = ""
     bytes: int = 0
     quarantined_path: str | None = None
+    rule: str = ""
 
 
 @dataclass
@@ -64,6 +69,7 @@ class ApplyReport:
     status: str | None = None
     items: list[ItemOutcome] = field(default_factory=list)
     journal_mirrored: str = ""
+    problems: list[str] = field(default_factory=list)
 
     def count(self, *actions: str) -> int:
         return sum(1 for i in self.items if i.action in actions)
@@ -85,6 +91,12 @@ def local_path(url: str) -> str:
     return os.path.normpath(url)
 
 
+def host_log_dirs(config: AppConfig) -> list[str]:
+    """Every local log dir the config registers, of any broker (a quarantine root may contain none of them)."""
+    return [os.path.normpath(d[len("file://"):] if d.startswith("file://") else d)
+            for b in config.brokers for d in b.log_dirs if "://" not in d or d.startswith("file://")]
+
+
 def broker_config(config: AppConfig, broker_id: int) -> BrokerConfig:
     for b in config.brokers:
         if b.broker_id == broker_id:
@@ -99,20 +111,35 @@ def state_dir(config: AppConfig, broker: BrokerConfig) -> Path:
     return Path(local_path(broker.log_dirs[0])).parent / ".logdir-gc"
 
 
+def quarantine_areas(config: AppConfig, log_dirs: list[str], *, create: bool) -> dict[str, QuarantineArea | None]:
+    """log dir → its validated area (None: absent and not created). Raises QuarantineError when one is unsafe."""
+    registered = host_log_dirs(config)
+    out: dict[str, QuarantineArea | None] = {}
+    for d in log_dirs:
+        area = QuarantineArea.of(d, config.executor.quarantine_dir_name)
+        out[d] = area if area.validate(registered, create=create) else None
+    return out
+
+
 def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: int, *, execute: bool = False,
                plan_file: str | Path | None = None, now: datetime | None = None, deadline: float | None = None,
-               assignment: AssignmentCheck | None = _FROM_CONFIG) -> ApplyReport:
+               controller: ControllerView | None = None) -> ApplyReport:
     """Apply (or, by default, dry-run) the broker's items of an approved plan.
 
     ``deadline`` is a ``time.monotonic()`` value after which no new item is started (pre-start hook budget).
-    ``assignment`` defaults to re-reading ``config.metadata``.
+    ``controller`` defaults to re-reading ``config.metadata`` now.
 
     Raises:
-        PlanError / PolicyViolation: the plan is not executable (not approved, expired, hash mismatch).
-        PreconditionFailed: the host is not the one the plan was made for.
+        PlanError / PolicyViolation: the plan is not executable (not approved, expired, hash mismatch, over the
+            host's budgets or protections).
+        PreconditionFailed: the host is not the one the plan was made for, the controller cannot be re-read, or
+            a quarantine area is unsafe.
         ExecutorBusy: the broker is running or another executor holds the broker's executor lock.
+        HostIOError: a write on the host failed mid-run (a rerun resumes).
     """
     plan, record = load_executable_plan(store, plan_id, config.policy, plan_file=plan_file, now=now)
+    host = HostRules.from_config(config, now or datetime.now(timezone.utc))
+    rules.check_plan(plan, config.policy)
     broker = broker_config(config, broker_id)
     registered = {local_path(d) for d in broker.log_dirs}
     report = ApplyReport(plan_id, broker_id, execute)
@@ -120,25 +147,19 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
     for item in sorted((i for i in plan.items if i.broker_id == broker_id), key=lambda i: i.item_id):
         if os.path.normpath(item.log_dir) != item.log_dir.rstrip("/") or item.log_dir.rstrip("/") not in registered:
             report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", "skipped",
-                                            f"log dir {item.log_dir} is not registered for broker {broker_id}"))
+                                            f"log dir {item.log_dir} is not registered for broker {broker_id}",
+                                            rule="confinement"))
         else:
             items.append(item)
     log_dirs = sorted({i.log_dir.rstrip("/") for i in items})
     for d in log_dirs:
         check_host(plan, broker_id, d, [i for i in items if i.log_dir.rstrip("/") == d])
-    if assignment is _FROM_CONFIG:
-        assignment = load_assignment_check(config.metadata)
-    if not execute:
-        for item in items:
-            try:
-                v = verify_item(item, broker_id, assignment)
-                report.items.append(ItemOutcome(item.item_id, str(v.path), "would_quarantine", bytes=v.bytes))
-            except ItemSkipped as exc:
-                report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", "skipped",
-                                                str(exc)))
-        return report
+    if controller is None:
+        controller = load_controller_view(config.metadata)
     sdir = state_dir(config, broker)
-    actor = f"executor@broker-{broker_id}"
+    if not execute:
+        return _dry_run(config, plan, broker_id, items, controller, host, Journal(sdir, plan.cluster, broker_id),
+                        report)
     with executor_lock(sdir, broker_id):
         locks = []
         try:
@@ -146,24 +167,93 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
                 locks.append(kafka_dir_lock(d).acquire())
             journal = Journal(sdir, plan.cluster, broker_id)
             history = journal.last_by_item(plan_id)
-            approval.set_status(store, plan_id, approval.APPLYING, actor=actor, allowed_from=approval.EXECUTABLE)
+            report.problems += journal.problems
+            _check_budgets(plan, broker_id, items, history, controller, host)
+            areas = quarantine_areas(config, log_dirs, create=True)
+            broker_status.record(store, plan_id, broker_id, approval.APPLYING)
             journal.write(plan_id, "", "run", INTENT, content_hash=record.content_hash, items=len(items))
             for item in items:
                 if deadline is not None and time.monotonic() > deadline:
                     report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}",
                                                     "not_reached", "time budget exhausted"))
                     continue
+                area = areas[item.log_dir.rstrip("/")]
+                assert area is not None
                 report.items.append(_apply_item(item, plan, record.content_hash, history.get(item.item_id, []),
-                                                journal, config, broker_id, assignment))
+                                                journal, area, broker_id, controller, host))
             journal.write(plan_id, "", "run", DONE, done=report.count("quarantined", "already_done"),
                           skipped=report.count("skipped"), failed=report.count("failed"))
+        except OSError as exc:
+            raise HostIOError(f"broker {broker_id}: a write on this host failed ({exc.strerror or exc}: "
+                              f"{exc.filename or ''}); every completed step is journalled in {sdir}, rerun to "
+                              "resume") from None
         finally:
             for lock in reversed(locks):
                 lock.release()
-        report.status = _final_status(plan, broker_id, report)
-        approval.set_status(store, plan_id, report.status, actor=actor, comment=_summary(report))
+        report.status = _record_final(store, report)
         report.journal_mirrored = mirror_best_effort(journal, store)
     return report
+
+
+def _dry_run(config: AppConfig, plan: GcPlan, broker_id: int, items: list[PlanItem], controller: ControllerView,
+             host: HostRules, journal: Journal, report: ApplyReport) -> ApplyReport:
+    history = journal.last_by_item(plan.plan_id)
+    report.problems += journal.problems
+    quarantine_areas(config, sorted({i.log_dir.rstrip("/") for i in items}), create=False)
+    verified: list[VerifiedItem] = []
+    done_bytes = 0
+    for item in items:
+        state, moved = item_state(history.get(item.item_id, []))
+        if state is not None:
+            action = "already_done" if state == "quarantined" else "skipped"
+            report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", action,
+                                            "" if action == "already_done" else f"{state} earlier",
+                                            item.bytes, None if moved is None else moved.detail.get("dst")))
+            done_bytes += item.bytes if state == "quarantined" else 0
+            continue
+        try:
+            v = verify_item(item, broker_id, controller, host)
+        except ItemSkipped as exc:
+            report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", "skipped", str(exc),
+                                            rule=exc.rule))
+            continue
+        verified.append(v)
+        report.items.append(ItemOutcome(item.item_id, str(v.path), "would_quarantine", bytes=v.bytes))
+    check_budgets(host, broker_id, verified, done_bytes, report.count("already_done"))
+    return report
+
+
+def _check_budgets(plan: GcPlan, broker_id: int, items: list[PlanItem], history: dict[str, list[JournalRecord]],
+                   controller: ControllerView, host: HostRules) -> None:
+    """The host's per-broker budgets over what is already quarantined plus what would be now, measured on disk."""
+    if host.max_broker_items is None and host.max_broker_bytes is None:
+        return
+    done_items = done_bytes = 0
+    verified: list[VerifiedItem] = []
+    for item in items:
+        state, moved = item_state(history.get(item.item_id, []))
+        if state is not None:
+            done_items += state == "quarantined"
+            done_bytes += int((moved.detail.get("bytes") if moved else 0) or 0) if state == "quarantined" else 0
+            continue
+        try:
+            verified.append(verify_item(item, broker_id, controller, host))
+        except ItemSkipped:
+            continue
+    check_budgets(host, broker_id, verified, done_bytes, done_items)
+
+
+def _record_final(store: TableStore, report: ApplyReport) -> str:
+    """This broker's state after the run (recorded in the warehouse); a failure to record is reported, not raised:
+    the disk has changed and the journal says how."""
+    done = report.count("quarantined", "already_done")
+    state = (approval.APPLIED if done == len(report.items) else approval.PARTIALLY_APPLIED if done
+             else approval.FAILED)
+    try:
+        broker_status.record(store, report.plan_id, report.broker_id, state, comment=_summary(report))
+    except (OSError, PipelinesError) as exc:
+        return f"{state} (not recorded in the warehouse: {exc})"
+    return state
 
 
 def _summary(report: ApplyReport) -> str:
@@ -172,88 +262,84 @@ def _summary(report: ApplyReport) -> str:
             f"{report.count('not_reached')} not reached")
 
 
-def _final_status(plan: GcPlan, broker_id: int, report: ApplyReport) -> str:
-    done = report.count("quarantined", "already_done")
-    others = any(i.broker_id != broker_id for i in plan.items)
-    if done == 0 and report.items:
-        return approval.FAILED
-    if done == len(report.items) and not others:
-        return approval.APPLIED
-    return approval.PARTIALLY_APPLIED
-
-
 def _fingerprint(path: Path) -> str:
     return fingerprint_entries(fingerprint_triples(LocalLister().list_dir(str(path))))
 
 
 def _apply_item(item: PlanItem, plan: GcPlan, content_hash: str, history: list[JournalRecord], journal: Journal,
-                config: AppConfig, broker_id: int, assignment: AssignmentCheck | None) -> ItemOutcome:
-    src = Path(item.log_dir.rstrip("/")) / item.dir_name
-    qdir = item_dir(item.log_dir.rstrip("/"), config.executor.quarantine_dir_name, plan.plan_id, item.item_id)
+                area: QuarantineArea, broker_id: int, controller: ControllerView, host: HostRules) -> ItemOutcome:
+    log_dir = item.log_dir.rstrip("/")
+    src = Path(log_dir) / item.dir_name
+    pid, iid = plan.plan_id, item.item_id
+    qdir = area.path / pid / iid
     dst = qdir / item.dir_name
     seen = {(r.step, r.state) for r in history}
-    pid = plan.plan_id
-    if any(step.startswith("restore") for step, _ in seen):
-        return ItemOutcome(item.item_id, str(src), "skipped", "restored by an operator earlier; not re-applied")
+    if any(step in ("restore", "purge") for step, _ in seen):
+        return ItemOutcome(iid, str(src), "skipped", "restored or purged earlier; never re-applied", rule="journal")
     if ("rename", DONE) in seen:
         if ("item", DONE) not in seen:
-            journal.write(pid, item.item_id, "item", DONE, recovered=True)
-        return ItemOutcome(item.item_id, str(src), "already_done", bytes=item.bytes, quarantined_path=str(dst))
+            journal.write(pid, iid, "item", DONE, recovered=True)
+        return ItemOutcome(iid, str(src), "already_done", bytes=item.bytes, quarantined_path=str(dst))
     if ("rename", INTENT) in seen and os.path.lexists(dst):
-        return _recover_renamed(item, pid, src, qdir, dst, journal)
-    journal.write(pid, item.item_id, "item", INTENT, src=str(src))
+        return _recover_renamed(area, item, pid, src, dst, journal)
+    journal.write(pid, iid, "item", INTENT, src=str(src))
     try:
-        verified = verify_item(item, broker_id, assignment)
+        verified = verify_item(item, broker_id, controller, host)
     except ItemSkipped as exc:
-        journal.write(pid, item.item_id, "item", SKIPPED, reason=str(exc))
-        return ItemOutcome(item.item_id, str(src), "skipped", str(exc))
+        journal.write(pid, iid, "item", SKIPPED, reason=str(exc), rule=exc.rule)
+        return ItemOutcome(iid, str(src), "skipped", str(exc), rule=exc.rule)
     try:
-        prepare_item_dir(item.log_dir.rstrip("/"), qdir)
+        area.prepare_item_dir(pid, iid)
     except PreconditionFailed as exc:
-        journal.write(pid, item.item_id, "item", SKIPPED, reason=str(exc))
-        return ItemOutcome(item.item_id, str(src), "skipped", str(exc))
-    if os.path.lexists(dst):
-        reason = f"quarantine destination {dst} already exists"
-        journal.write(pid, item.item_id, "item", FAILED, reason=reason)
-        return ItemOutcome(item.item_id, str(src), "failed", reason)
+        journal.write(pid, iid, "item", SKIPPED, reason=str(exc), rule="quarantine")
+        return ItemOutcome(iid, str(src), "skipped", str(exc), rule="quarantine")
+    with open_dir(area.path, [pid, iid]) as qfd:
+        if lstat_at(qfd, item.dir_name) is not None:
+            reason = f"quarantine destination {dst} already exists"
+            journal.write(pid, iid, "item", FAILED, reason=reason)
+            return ItemOutcome(iid, str(src), "failed", reason)
+    d = verified.observed
     manifest = QuarantineManifest(
-        cluster=plan.cluster, plan_id=pid, content_hash=content_hash, item_id=item.item_id, broker_id=broker_id,
-        log_dir=item.log_dir.rstrip("/"), dir_name=item.dir_name, original_path=str(src), quarantined_path=str(dst),
-        topic=item.topic, partition=item.partition, topic_id=item.topic_id, fingerprint=verified.fingerprint,
+        cluster=plan.cluster, plan_id=pid, content_hash=content_hash, item_id=iid, broker_id=broker_id,
+        log_dir=log_dir, dir_name=item.dir_name, original_path=str(src), quarantined_path=str(dst),
+        topic=d.topic, partition=d.partition, topic_id=d.topic_id, fingerprint=d.fingerprint,
         files=tuple(ManifestFile(name=e.name, size=e.size, mtime_ns=e.mtime_ns, is_dir=e.is_dir)
-                    for e in sorted(verified.entries, key=lambda e: e.name)),
-        bytes=verified.bytes, quarantined_at=datetime.now(timezone.utc),
+                    for e in sorted(d.entries, key=lambda e: e.name)),
+        bytes=d.bytes, quarantined_at=datetime.now(timezone.utc),
     )
     write_manifest(qdir, manifest)
-    journal.write(pid, item.item_id, "manifest", DONE, path=str(qdir))
-    journal.write(pid, item.item_id, "rename", INTENT, src=str(src), dst=str(dst))
+    journal.write(pid, iid, "manifest", DONE, path=str(qdir))
+    journal.write(pid, iid, "rename", INTENT, src=str(src), dst=str(dst))
     try:
-        os.rename(src, dst)
-    except OSError as exc:  # e.g. the dir vanished or EXDEV: nothing moved, the item fails, the plan goes on
+        with open_dir(log_dir) as src_fd, open_dir(area.path, [pid, iid]) as dst_fd:
+            rename_noreplace(src_fd, item.dir_name, dst_fd, item.dir_name)
+    except OSError as exc:  # e.g. the dir vanished, EXDEV, or dst appeared: nothing moved, the item fails
         reason = f"rename {src} -> {dst} failed: {exc.strerror or exc}"
-        journal.write(pid, item.item_id, "item", FAILED, reason=reason)
-        return ItemOutcome(item.item_id, str(src), "failed", reason)
+        journal.write(pid, iid, "item", FAILED, reason=reason)
+        return ItemOutcome(iid, str(src), "failed", reason)
     fault_point("rename.performed")
     fsync_dir(src.parent)
     fsync_dir(qdir)
-    journal.write(pid, item.item_id, "rename", DONE, src=str(src), dst=str(dst))
-    journal.write(pid, item.item_id, "item", DONE, bytes=verified.bytes)
-    return ItemOutcome(item.item_id, str(src), "quarantined", bytes=verified.bytes, quarantined_path=str(dst))
+    journal.write(pid, iid, "rename", DONE, src=str(src), dst=str(dst), fingerprint=d.fingerprint, bytes=d.bytes)
+    journal.write(pid, iid, "item", DONE, bytes=d.bytes)
+    return ItemOutcome(iid, str(src), "quarantined", bytes=d.bytes, quarantined_path=str(dst))
 
 
-def _recover_renamed(item: PlanItem, pid: str, src: Path, qdir: Path, dst: Path, journal: Journal) -> ItemOutcome:
+def _recover_renamed(area: QuarantineArea, item: PlanItem, pid: str, src: Path, dst: Path,
+                     journal: Journal) -> ItemOutcome:
     """The journal says a rename was about to happen and the destination exists: did it, completely?"""
-    try:
-        manifest = read_manifest(qdir)
-        same = _fingerprint(dst) == manifest.fingerprint
-    except (OSError, ValueError) as exc:
-        reason = f"cannot check quarantined copy {dst}: {exc}"
+    found = area.item(pid, item.item_id)
+    if found.manifest is None:
+        reason = f"cannot check quarantined copy {dst}: {found.error}"
+    elif not os.path.isdir(dst) or os.path.islink(dst):
+        reason = f"{dst} is not a directory"
+    elif _fingerprint(dst) == found.manifest.fingerprint:
+        m = found.manifest
+        journal.write(pid, item.item_id, "rename", DONE, recovered=True, src=str(src), dst=str(dst),
+                      fingerprint=m.fingerprint, bytes=m.bytes)
+        journal.write(pid, item.item_id, "item", DONE, recovered=True)
+        return ItemOutcome(item.item_id, str(src), "quarantined", "recovered after a crash", m.bytes, str(dst))
     else:
-        if same:
-            journal.write(pid, item.item_id, "rename", DONE, recovered=True, src=str(src), dst=str(dst))
-            journal.write(pid, item.item_id, "item", DONE, recovered=True)
-            return ItemOutcome(item.item_id, str(src), "quarantined", "recovered after a crash", manifest.bytes,
-                               str(dst))
         reason = f"{dst} exists but does not match its manifest"
     journal.write(pid, item.item_id, "item", FAILED, reason=reason)
     return ItemOutcome(item.item_id, str(src), "failed", reason)

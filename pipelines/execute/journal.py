@@ -57,6 +57,7 @@ class Journal:
     """``<state_dir>/journal-broker-<id>.jsonl``; one writer at a time (the executor lock guarantees it)."""
 
     def __init__(self, state_dir: str | os.PathLike[str], cluster: str, broker_id: int) -> None:
+        self.problems: list[str] = []
         self.dir = Path(state_dir)
         self.path = self.dir / f"journal-broker-{broker_id}.jsonl"
         self.cluster = cluster
@@ -64,17 +65,20 @@ class Journal:
         self._next_seq: int | None = None
 
     def records(self) -> Iterator[JournalRecord]:
-        """Every complete record, in order. A torn final line is skipped."""
+        """Every complete record, in order. A torn final line is skipped; a damaged line elsewhere is skipped and
+        listed in :attr:`problems` (only the item it belonged to can be affected: its history looks shorter, and
+        every command re-verifies such an item on disk or refuses it)."""
+        self.problems: list[str] = []
         if not self.path.exists():
             return
-        with open(self.path, encoding="utf-8") as f:
-            for line in f:
-                if not line.endswith("\n"):
+        with open(self.path, "rb") as f:
+            for number, raw in enumerate(f, 1):
+                if not raw.endswith(b"\n"):
                     break
                 try:
-                    yield JournalRecord(**json.loads(line))
-                except (ValueError, TypeError):
-                    break
+                    yield JournalRecord(**json.loads(raw))
+                except (ValueError, TypeError) as exc:
+                    self.problems.append(f"{self.path} line {number}: damaged record skipped ({exc})")
 
     def last_by_item(self, plan_id: str) -> dict[str, list[JournalRecord]]:
         """Records of ``plan_id`` grouped per item, in order."""
@@ -94,7 +98,7 @@ class Journal:
                             plan_id, item_id, step, state, detail)
         line = json.dumps(_asdict(rec), sort_keys=True) + "\n"
         created = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, line.encode("utf-8"))
             os.fsync(fd)
@@ -140,3 +144,19 @@ def mirror_to_store(journal: Journal, store: Any) -> int:
     tmp.write_text(str(max(r["seq"] for r in rows)))
     os.replace(tmp, mark)
     return len(rows)
+
+
+QUARANTINED, RESTORED, PURGED = "quarantined", "restored", "purged"
+
+
+def item_state(history: list[JournalRecord]) -> tuple[str | None, JournalRecord | None]:
+    """Where one item stands by its journal: ``quarantined``, ``restored``, ``purged`` or None (never moved), with
+    the ``rename.done`` record that moved it (its ``dst`` and ``fingerprint`` are what the executor put there)."""
+    moved: JournalRecord | None = None
+    state: str | None = None
+    for rec in history:
+        if rec.step == "rename" and rec.state == DONE:
+            moved, state = rec, QUARANTINED
+        elif moved is not None and rec.state == DONE and rec.step in ("restore", "purge"):
+            state = RESTORED if rec.step == "restore" else PURGED
+    return state, moved

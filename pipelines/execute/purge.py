@@ -1,30 +1,41 @@
 """Purge: delete quarantined items older than the retention, paced, and measure what the filesystem got back.
 
-Only directories under the quarantine areas of this broker's log dirs that carry a valid manifest are ever
-deleted; the data dir goes first, then the manifest, so a crash mid-purge leaves a manifest whose data dir is
-(partly) gone and the next purge finishes it. Pacing sleeps between files to stay under
+Only what the executor itself put in quarantine is ever deleted: an item dir found by walking this broker's validated
+quarantine areas (``O_NOFOLLOW`` at every step), whose manifest agrees with its location, and which this broker's
+journal records as moved there by the executor (``rename.done``: same destination, same fingerprint). Its age is the
+journal's time of that move, and the copy must still match its manifest's fingerprint. Removal goes through directory
+descriptors and never follows a symlink (a planted link is removed, its target never touched); the data dir goes
+first, then the manifest, so a crash mid-purge leaves a manifest whose data dir is (partly) gone, and the journal's
+``purge.intent`` lets the next purge finish it. The retention can be shortened with ``--older-than`` but never below
+``executor.purge_retention_floor_ms`` of the host's config. Pacing sleeps between files to stay under
 ``purge_bytes_per_second`` / ``purge_files_per_second``. Reclaimed bytes are measured per filesystem as the change
-in ``statvfs`` free space (blocks available × fragment size) before and after; other writers on the same
-filesystem disturb that number, so the expected bytes (manifest sizes) are reported beside it.
+in ``statvfs`` free space before and after; other writers disturb that number, so the expected bytes (manifest
+sizes) are reported beside it.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 from pipelines.config.models import AppConfig
-from pipelines.execute.apply import broker_config, local_path, state_dir
+from pipelines.errors import PipelinesError
+from pipelines.execute.apply import broker_config, local_path, quarantine_areas, state_dir
 from pipelines.execute.faults import fault_point
-from pipelines.execute.journal import DONE, INTENT, Journal, fsync_dir
+from pipelines.execute.journal import DONE, INTENT, QUARANTINED, Journal, JournalRecord, item_state
 from pipelines.execute.locks import executor_lock
-from pipelines.execute.quarantine import MANIFEST_NAME, iter_manifests
+from pipelines.execute.quarantine import QuarantinedItem, remove_item_dir
+from pipelines.execute.safe_fs import is_real_dir, lstat_at, open_dir, remove_tree_at
+from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
+from pipelines.kafka.listing import LocalLister
+from pipelines.plan import approval, broker_status
+from pipelines.plan import policy as rules
+from pipelines.tables.base import TableStore
 
 
 @dataclass
@@ -44,6 +55,8 @@ class PurgeReport:
     kept: int = 0
     expected_bytes: int = 0
     measured_bytes: dict[str, int] = field(default_factory=dict)  # per filesystem (a log dir naming it)
+    failed: dict[str, str] = field(default_factory=dict)  # "<plan>/<item>" → why it was left alone
+    problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,60 +90,113 @@ class Pacer:
             self.sleep(ahead)
 
 
-def _delete_tree(path: Path, pacer: Pacer) -> None:
-    """Delete ``path`` file by file (never following symlinks), pacing each unlink."""
-    if not os.path.lexists(path):
-        return
-    for root, dirs, files in os.walk(path, topdown=False):
-        for name in files:
-            p = os.path.join(root, name)
-            size = os.lstat(p).st_size
-            os.unlink(p)
-            pacer.account(size)
-        for name in dirs:
-            p = os.path.join(root, name)
-            if stat.S_ISLNK(os.lstat(p).st_mode):
-                os.unlink(p)
-            else:
-                os.rmdir(p)
-    os.rmdir(path)
+def _fp(path: str | os.PathLike[str]) -> str:
+    return fingerprint_entries(fingerprint_triples(LocalLister().list_dir(str(path))))
+
+
+def _check(q: QuarantinedItem, broker_id: int, history: list[JournalRecord], cutoff: datetime) -> tuple[str, str]:
+    """``("purge" | "finish" | "keep" | "fail", why)`` for one item dir."""
+    m = q.manifest
+    if m is None:
+        return "fail", str(q.error)
+    if m.broker_id != broker_id:
+        return "fail", f"manifest names broker {m.broker_id}; not this broker's to purge"
+    state, moved = item_state(history)
+    if moved is None or moved.detail.get("dst") != str(q.data_path) \
+            or moved.detail.get("fingerprint", m.fingerprint) != m.fingerprint:
+        return "fail", "this broker's journal records no such move by the executor"
+    if state != QUARANTINED:
+        return "fail", f"{state} earlier, yet still in quarantine"
+    if datetime.fromisoformat(moved.at) > cutoff:
+        return "keep", ""
+    with open_dir(q.area.path, [q.plan_id, q.item_id]) as fd:
+        data = lstat_at(fd, m.dir_name)
+    interrupted = any(r.step == "purge" and r.state == INTENT for r in history)
+    if data is None:
+        return ("finish", "") if interrupted else ("fail", f"{q.data_path} is missing")
+    if not is_real_dir(data):
+        return "fail", f"{q.data_path} is not a directory"
+    if not interrupted and _fp(q.data_path) != m.fingerprint:
+        return "fail", f"{q.data_path} no longer matches its manifest; left for an operator"
+    return "purge", ""
 
 
 def purge(config: AppConfig, broker_id: int, *, older_than_ms: int | None = None, execute: bool = False,
-          now: datetime | None = None, sleep: Callable[[float], None] = time.sleep) -> PurgeReport:
-    """Delete (``execute=True``) or list quarantined items of ``broker_id`` older than the retention."""
+          now: datetime | None = None, sleep: Callable[[float], None] = time.sleep,
+          store: TableStore | None = None) -> PurgeReport:
+    """Delete (``execute=True``) or list quarantined items of ``broker_id`` older than the retention.
+
+    ``store``: where to record the broker's ``purged`` state for each plan it no longer holds anything of.
+
+    Raises:
+        PolicyViolation: ``older_than_ms`` is below the host's retention floor.
+        QuarantineError: a quarantine area is unsafe.
+    """
+    floor = config.executor.purge_retention_floor_ms
+    retention_ms = config.executor.purge_retention_ms if older_than_ms is None else older_than_ms
+    if retention_ms < floor:
+        raise rules.refuse("purge_retention_floor", f"retention {retention_ms} ms is below the host's floor "
+                           f"executor.purge_retention_floor_ms = {floor} ms")
     broker = broker_config(config, broker_id)
-    retention = timedelta(milliseconds=config.executor.purge_retention_ms if older_than_ms is None else older_than_ms)
-    cutoff = (now or datetime.now(timezone.utc)) - retention
+    cutoff = (now or datetime.now(timezone.utc)) - timedelta(milliseconds=retention_ms)
     report = PurgeReport(broker_id, execute)
-    due: list[tuple[str, Path, Any]] = []
-    for url in broker.log_dirs:
-        log_dir = local_path(url)
-        for directory, manifest in iter_manifests(log_dir, config.executor.quarantine_dir_name):
-            if manifest.broker_id != broker_id or manifest.quarantined_at > cutoff:
-                report.kept += 1
-                continue
-            due.append((log_dir, directory, manifest))
-            report.items.append(PurgedItem(manifest.plan_id, manifest.item_id, str(directory), manifest.bytes,
-                                           len(manifest.files)))
-            report.expected_bytes += manifest.bytes
-    if not execute or not due:
-        return report
     sdir = state_dir(config, broker)
-    pacer = Pacer(config.executor.purge_bytes_per_second, config.executor.purge_files_per_second, sleep=sleep)
-    with executor_lock(sdir, broker_id):
+    areas = quarantine_areas(config, [local_path(d) for d in broker.log_dirs], create=False)
+    found = [q for area in areas.values() if area is not None for q in area.scan()]
+    if not found:
+        return report
+    with executor_lock(sdir, broker_id) if execute else nullcontext():
         journal = Journal(sdir, config.cluster, broker_id)
-        before = {d: free_bytes(d) for d in {log_dir for log_dir, _, _ in due}}
-        for _log_dir, directory, manifest in due:
-            journal.write(manifest.plan_id, manifest.item_id, "purge", INTENT, path=str(directory))
-            _delete_tree(directory / manifest.dir_name, pacer)
-            fault_point("purge.performed")
-            (directory / MANIFEST_NAME).unlink()
-            for leftover in directory.iterdir():  # e.g. manifest.json.tmp of an interrupted write
-                leftover.unlink()
-            directory.rmdir()
-            fsync_dir(directory.parent)
-            journal.write(manifest.plan_id, manifest.item_id, "purge", DONE, bytes=manifest.bytes)
+        histories = {pid: journal.last_by_item(pid) for pid in {q.plan_id for q in found}}
+        report.problems += journal.problems
+        due: list[tuple[QuarantinedItem, str]] = []
+        for q in found:
+            verdict, why = _check(q, broker_id, histories[q.plan_id].get(q.item_id, []), cutoff)
+            if verdict == "keep":
+                report.kept += 1
+            elif verdict == "fail":
+                report.failed[f"{q.plan_id}/{q.item_id}"] = why
+            else:
+                m = q.manifest
+                assert m is not None
+                due.append((q, verdict))
+                report.items.append(PurgedItem(q.plan_id, q.item_id, str(q.item_dir), m.bytes, len(m.files)))
+                report.expected_bytes += m.bytes
+        if not execute or not due:
+            return report
+        pacer = Pacer(config.executor.purge_bytes_per_second, config.executor.purge_files_per_second, sleep=sleep)
+        before = {str(q.area.log_dir): free_bytes(q.area.log_dir) for q, _ in due}
+        for q, verdict in due:
+            m = q.manifest
+            assert m is not None
+            if verdict == "purge":
+                journal.write(q.plan_id, q.item_id, "purge", INTENT, path=str(q.item_dir))
+            try:
+                with open_dir(q.area.path, [q.plan_id, q.item_id]) as fd:
+                    if lstat_at(fd, m.dir_name) is not None:
+                        remove_tree_at(fd, m.dir_name, pacer.account)
+                fault_point("purge.performed")
+                remove_item_dir(q)
+            except (OSError, PipelinesError) as exc:
+                report.failed[f"{q.plan_id}/{q.item_id}"] = f"removal stopped: {exc}"
+                continue
+            journal.write(q.plan_id, q.item_id, "purge", DONE, bytes=m.bytes)
         os.sync()
         report.measured_bytes = {d: free_bytes(d) - b for d, b in before.items()}
+        if store is not None:
+            _record_states(store, journal, broker_id, {q.plan_id for q, _ in due}, report)
     return report
+
+
+def _record_states(store: TableStore, journal: Journal, broker_id: int, plan_ids: set[str],
+                   report: PurgeReport) -> None:
+    """``purged`` for this broker in each plan of which nothing is left in its quarantine."""
+    for plan_id in sorted(plan_ids):
+        history = journal.last_by_item(plan_id)
+        if any(item_state(h)[0] == QUARANTINED for h in history.values()):
+            continue
+        try:
+            broker_status.record(store, plan_id, broker_id, approval.PURGED,
+                                 comment=f"broker {broker_id}: purged")
+        except (OSError, PipelinesError) as exc:
+            report.problems.append(f"plan {plan_id}: purged state not recorded in the warehouse: {exc}")

@@ -1,126 +1,185 @@
-"""Restore: move quarantined items back to their original path (only if it is free and the copy is intact).
+"""Restore: move quarantined items back to where they came from, and only there.
 
-Needs the same locks as an apply: the broker must be down (Kafka's ``.lock``) and no other executor running.
-The quarantined dir's fingerprint must still equal its manifest's; the original path must not exist. One
-``os.rename`` back, both parents fsynced, journalled ``restore.intent`` / ``restore.done``; the manifest is
-removed last. A rerun after a crash sees the dir back in place (restore done) or still quarantined (redo).
+An item comes back only when everything agrees: it was found by walking this broker's validated quarantine areas
+(never by a path a manifest names), its manifest is bound to the content hash of the plan in the warehouse, this
+broker's journal records that the executor moved exactly this item there (``rename.done``, same destination, same
+fingerprint), the plan lists the item for this broker with the same dir and fingerprint, the copy still matches its
+manifest (no symlink inside), and the original name is free in the log dir it came from. The rename back never
+replaces anything (``RENAME_NOREPLACE``). Needs the same locks as an apply: the broker must be down (Kafka's
+``.lock``) and no other executor running. Journalled ``restore.intent`` / ``restore.done``; the manifest is removed
+last. A rerun after a crash sees the dir back in place (restore done) or still quarantined (redo).
+
+An item that fails a check is reported with its reason and left where it is; the others proceed.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pipelines.config.models import AppConfig, BrokerConfig
-from pipelines.execute.apply import broker_config, local_path, state_dir
+from pipelines.config.models import AppConfig
+from pipelines.errors import PipelinesError
+from pipelines.execute.apply import broker_config, local_path, quarantine_areas, state_dir
 from pipelines.execute.faults import fault_point
-from pipelines.execute.journal import DONE, INTENT, SKIPPED, Journal, fsync_dir
+from pipelines.execute.journal import DONE, INTENT, QUARANTINED, RESTORED, Journal, JournalRecord, item_state
 from pipelines.execute.locks import executor_lock, kafka_dir_lock
-from pipelines.execute.quarantine import MANIFEST_NAME, QuarantineManifest, iter_manifests
+from pipelines.execute.preconditions import normalise_fingerprint
+from pipelines.execute.quarantine import QuarantinedItem, remove_item_dir
+from pipelines.execute.safe_fs import is_real_dir, lstat_at, open_dir, rename_noreplace
+from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
 from pipelines.kafka.listing import LocalLister
-from pipelines.kafka.logdir import fingerprint_entries, fingerprint_triples
+from pipelines.plan import approval, broker_status
+from pipelines.plan.model import GcPlan
+from pipelines.tables.base import TableStore
 
 
 @dataclass
 class RestoreReport:
-    """Per broker: items restored (dry run: that would be), items skipped with the reason, and each item's
-    original path."""
+    """Per broker: items restored (dry run: that would be), skipped (a state that may change: the name is taken,
+    already purged), failed (a check refused the item), and each item's original path."""
 
     plan_id: str
     broker_id: int
     restored: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)
     executed: bool = True
+    status: str | None = None
+    problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _quarantined(config: AppConfig, broker: BrokerConfig, plan_id: str,
-                 item_id: str | None) -> list[tuple[str, Path, QuarantineManifest]]:
-    """(log dir, quarantine dir, manifest) of each quarantined item of ``plan_id`` (only ``item_id`` if given)."""
-    found = []
-    for url in broker.log_dirs:
-        log_dir = local_path(url)
-        for directory, manifest in iter_manifests(log_dir, config.executor.quarantine_dir_name):
-            if manifest.plan_id == plan_id and item_id in (None, manifest.item_id):
-                found.append((log_dir, directory, manifest))
-    return found
+def _fp(path: str | os.PathLike[str]) -> str:
+    entries = LocalLister().list_dir(str(path))
+    if any(e.is_symlink for e in entries):
+        return "contains symlinks"
+    return fingerprint_entries(fingerprint_triples(entries))
 
 
-def _verdict(src: Path, dst: Path, m: QuarantineManifest) -> tuple[str, str]:
-    """``("rename", "")``, ``("finish", "")`` (renamed back before a crash) or ``("skip", reason)``."""
-    if not os.path.lexists(src):
-        if os.path.isdir(dst) and _fp(dst) == m.fingerprint:
+def _verdict(q: QuarantinedItem, plan: GcPlan, content_hash: str, broker_id: int,
+             history: list[JournalRecord]) -> tuple[str, str]:
+    """``("rename", "")``, ``("finish", "")`` (renamed back before a crash), ``("cleanup", "")`` (journalled back
+    before a crash), ``("skip", why)`` or ``("fail", why)``."""
+    m = q.manifest
+    if m is None:
+        return "fail", str(q.error)
+    if m.content_hash != content_hash:
+        return "fail", f"manifest is bound to content {m.content_hash}, the plan is {content_hash}"
+    item = next((i for i in plan.items if i.item_id == m.item_id), None)
+    if item is None or item.broker_id != broker_id or item.dir_name != m.dir_name \
+            or item.log_dir.rstrip("/") != str(q.area.log_dir):
+        return "fail", "the plan lists no such item for this broker, log dir and dir name"
+    if m.broker_id != broker_id or normalise_fingerprint(item.fingerprint) != m.fingerprint:
+        return "fail", "manifest disagrees with the plan item (broker or fingerprint)"
+    state, moved = item_state(history)
+    if moved is None or moved.detail.get("dst") != str(q.data_path) \
+            or moved.detail.get("fingerprint", m.fingerprint) != m.fingerprint:
+        return "fail", "this broker's journal records no such move by the executor"
+    with open_dir(q.area.path, [q.plan_id, q.item_id]) as qfd, open_dir(q.area.log_dir) as lfd:
+        data, original = lstat_at(qfd, m.dir_name), lstat_at(lfd, m.dir_name)
+    if state == RESTORED:  # moved back before a crash; only the manifest is left to remove
+        return ("cleanup", "") if data is None else ("fail", f"restored earlier, yet {q.data_path} exists")
+    if state != QUARANTINED:
+        return "skip", f"{state} earlier"
+    if data is None:
+        if is_real_dir(original) and _fp(q.original_path) == m.fingerprint:
             return "finish", ""
-        return "skip", f"{src} is gone (purged?)"
-    if os.path.lexists(dst):
-        return "skip", f"original path {dst} is taken"
-    if _fp(src) != m.fingerprint:
-        return "skip", f"{src} no longer matches its manifest fingerprint"
+        return "skip", f"{q.data_path} is gone (purged?)"
+    if not is_real_dir(data):
+        return "fail", f"{q.data_path} is not a directory"
+    if original is not None:
+        return "skip", f"original path {q.original_path} is taken"
+    if _fp(q.data_path) != m.fingerprint:
+        return "fail", f"{q.data_path} no longer matches its manifest"
     return "rename", ""
 
 
-def restore(config: AppConfig, broker_id: int, plan_id: str, *, item_id: str | None = None,
+def restore(config: AppConfig, store: TableStore, plan_id: str, broker_id: int, *, item_id: str | None = None,
             execute: bool = False) -> RestoreReport:
     """Move (``execute=True``) the plan's quarantined items on ``broker_id`` back, or by default, like ``apply_plan``
-    and ``purge``, only report what would happen (no locks, no journal, nothing changed)."""
+    and ``purge``, only report what would happen (no locks, no journal, nothing changed).
+
+    Raises:
+        PlanError: no such plan in the warehouse (or its stored content does not match its hash).
+        QuarantineError: a quarantine area is unsafe (symlinked, foreign owner, writable by others ...).
+    """
+    record = approval.get_plan(store, plan_id)
+    plan = record.plan()
     broker = broker_config(config, broker_id)
     report = RestoreReport(plan_id, broker_id, executed=execute)
-    found = _quarantined(config, broker, plan_id, item_id)
-    for _, _, m in found:
-        report.paths[m.item_id] = m.original_path
+    sdir = state_dir(config, broker)
+    areas = quarantine_areas(config, [local_path(d) for d in broker.log_dirs], create=False)
+    found = [q for area in areas.values() if area is not None for q in area.scan(plan_id)
+             if item_id in (None, q.item_id)]
+    for q in found:
+        report.paths[q.item_id] = str(q.original_path) if q.manifest else str(q.item_dir)
     if not execute:
-        for _, directory, m in found:
-            verdict, reason = _verdict(directory / m.dir_name, Path(m.original_path), m)
-            if verdict == "skip":
-                report.skipped[m.item_id] = reason
-            else:
-                report.restored.append(m.item_id)
+        journal = Journal(sdir, config.cluster, broker_id)
+        history = journal.last_by_item(plan_id)
+        for q in found:
+            _note(report, q.item_id, *_verdict(q, plan, record.content_hash, broker_id, history.get(q.item_id, [])))
+        report.problems += journal.problems
         return report
     if not found:
         return report
-    sdir = state_dir(config, broker)
     with executor_lock(sdir, broker_id):
         locks = []
         try:
-            for d in sorted({log_dir for log_dir, _, _ in found}):
+            for d in sorted({str(q.area.log_dir) for q in found}):
                 locks.append(kafka_dir_lock(d).acquire())
             journal = Journal(sdir, config.cluster, broker_id)
-            for _log_dir, directory, m in found:
-                src = directory / m.dir_name
-                dst = Path(m.original_path)
-                verdict, reason = _verdict(src, dst, m)
-                if verdict == "skip":
-                    report.skipped[m.item_id] = reason
-                    if os.path.lexists(src):
-                        journal.write(m.plan_id, m.item_id, "restore", SKIPPED, reason=reason)
-                    continue
-                if verdict == "rename":
-                    journal.write(m.plan_id, m.item_id, "restore", INTENT, src=str(src), dst=str(dst))
-                    os.rename(src, dst)
-                    fault_point("restore.performed")
-                    fsync_dir(dst.parent)
-                    fsync_dir(directory)
-                _finish(journal, directory, m.plan_id, m.item_id)
-                report.restored.append(m.item_id)
+            history = journal.last_by_item(plan_id)
+            report.problems += journal.problems
+            for q in found:
+                verdict, reason = _verdict(q, plan, record.content_hash, broker_id, history.get(q.item_id, []))
+                if verdict in ("rename", "finish", "cleanup"):
+                    _move_back(journal, q, verdict)
+                _note(report, q.item_id, verdict, reason)
         finally:
             for lock in reversed(locks):
                 lock.release()
+        report.status = _record_state(store, report, Journal(sdir, config.cluster, broker_id), plan)
     return report
 
 
-def _fp(path: Path) -> str:
-    return fingerprint_entries(fingerprint_triples(LocalLister().list_dir(str(path))))
+def _note(report: RestoreReport, item_id: str, verdict: str, reason: str) -> None:
+    if verdict in ("rename", "finish", "cleanup"):
+        report.restored.append(item_id)
+    elif verdict == "skip":
+        report.skipped[item_id] = reason
+    else:
+        report.failed[item_id] = reason
 
 
-def _finish(journal: Journal, directory: Path, plan_id: str, item_id: str) -> None:
-    journal.write(plan_id, item_id, "restore", DONE)
-    (directory / MANIFEST_NAME).unlink(missing_ok=True)
-    for leftover in directory.iterdir():
-        leftover.unlink()
-    directory.rmdir()
-    fsync_dir(directory.parent)
+def _move_back(journal: Journal, q: QuarantinedItem, verdict: str) -> None:
+    m = q.manifest
+    assert m is not None
+    if verdict == "rename":
+        journal.write(m.plan_id, m.item_id, "restore", INTENT, src=str(q.data_path), dst=str(q.original_path))
+        with open_dir(q.area.path, [q.plan_id, q.item_id]) as qfd, open_dir(q.area.log_dir) as lfd:
+            rename_noreplace(qfd, m.dir_name, lfd, m.dir_name)
+            fault_point("restore.performed")
+            os.fsync(lfd)
+            os.fsync(qfd)
+    if verdict != "cleanup":
+        journal.write(m.plan_id, m.item_id, "restore", DONE)
+    remove_item_dir(q)
+
+
+def _record_state(store: TableStore, report: RestoreReport, journal: Journal, plan: GcPlan) -> str | None:
+    """``restored`` for this broker once nothing of the plan is left in its quarantine (reported, not raised, when
+    the warehouse cannot record it)."""
+    history = journal.last_by_item(plan.plan_id)
+    states = [item_state(history.get(i.item_id, []))[0] for i in plan.items if i.broker_id == report.broker_id]
+    if QUARANTINED in states or RESTORED not in states:
+        return None
+    state = approval.RESTORED if all(s in (RESTORED, None) for s in states) else approval.PURGED
+    try:
+        return broker_status.record(store, plan.plan_id, report.broker_id, state,
+                                    comment=f"broker {report.broker_id}: {len(report.restored)} restored").status
+    except (OSError, PipelinesError) as exc:
+        return f"not recorded in the warehouse: {exc}"

@@ -21,8 +21,10 @@ dependency); codecs are in :mod:`pipelines.kafka.compression`.
 from __future__ import annotations
 
 import enum
+import errno
 import mmap
 import os
+import stat
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -380,8 +382,15 @@ class open_buffer:
         path = os.fspath(src) if isinstance(src, (str, os.PathLike)) else None
         if path is None:
             raise TypeError(f"expected bytes or a path, got {type(src).__name__}")
-        self._file = open(path, "rb")
-        if os.fstat(self._file.fileno()).st_size == 0:
+        # O_NONBLOCK: a FIFO (or device) planted under a log file's name must not block the open; then only a
+        # regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file (FIFO, socket or device)", path)
+        self._file = os.fdopen(fd, "rb")
+        if st.st_size == 0:
             return b""
         self._mmap = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         return self._mmap

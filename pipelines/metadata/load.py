@@ -24,6 +24,7 @@ import fsspec
 from pipelines.errors import DecodeError
 from pipelines.kafka.checkpoints import read_leader_epoch_checkpoint
 from pipelines.kafka.gc_pause import gc_paused
+from pipelines.kafka.listing import read_regular_file
 from pipelines.kafka.metadata_log import MetadataLog, iter_metadata_log
 from pipelines.kafka.segment_files import classify_file
 from pipelines.kafka.snapshot_names import parse_snapshot_file
@@ -56,6 +57,8 @@ class ReplayResult:
     errors: tuple[str, ...]
     files: tuple[FileUse, ...]
     notes: tuple[str, ...] = ()
+    snapshot_timestamp_ms: int | None = None
+    """``LastContainedLogTimestamp`` of the snapshot the replay started from (None: no snapshot used)."""
 
     @property
     def complete(self) -> bool:
@@ -73,7 +76,7 @@ class _Source:
         return path if self.local else self.fs.cat_file(path)
 
     def text(self, path: str) -> bytes:
-        return self.fs.cat_file(path)
+        return read_regular_file(path) if self.local else self.fs.cat_file(path)  # a FIFO must not block a read
 
 
 class _Run:
@@ -87,6 +90,7 @@ class _Run:
         self.files: list[FileUse] = []
         self.expected: int | None = None  # next offset we need
         self.read_any = False
+        self.snapshot_timestamp_ms: int | None = None
 
     def raw_entries(self, log: MetadataLog, name: str, start: int, first: list[int]) -> Iterator[tuple]:
         """``log.iter_raw()`` items at or after ``start``, checking that offsets are contiguous; ``first`` gets
@@ -146,7 +150,8 @@ class _Run:
             self.errors.extend(str(p) for p in image.replay_errors)
         reasons = tuple(dict.fromkeys(self.reasons))
         image = image.with_completeness(complete_ok and not reasons, reasons)
-        return ReplayResult(image, tuple(loader.events), tuple(self.errors), tuple(self.files), tuple(self.notes))
+        return ReplayResult(image, tuple(loader.events), tuple(self.errors), tuple(self.files), tuple(self.notes),
+                            self.snapshot_timestamp_ms)
 
 
 def _load_snapshot(run: _Run, src: _Source, path: str) -> bool:
@@ -176,6 +181,7 @@ def _load_snapshot(run: _Run, src: _Source, path: str) -> bool:
     run.files.append(FileUse(name, "checkpoint", True, outcome.records, 0, log.last_offset,
                              note=f"end offset {end}, epoch {epoch}"))
     run.expected = end
+    run.snapshot_timestamp_ms = outcome.timestamp_ms
     return True
 
 
@@ -197,7 +203,7 @@ def _replay_segment(run: _Run, src: _Source, path: str, start: int) -> None:
                              log.last_offset if count else None))
 
 
-def _load_dir(run: _Run, src: _Source) -> ReplayResult:
+def _load_dir(run: _Run, src: _Source, snapshot: str) -> ReplayResult:
     listing = sorted(posixpath.basename(p.rstrip("/")) for p in src.fs.ls(src.path, detail=False))
     snapshots: list[tuple[int, int, str]] = []
     logs: dict[int, str] = {}
@@ -218,7 +224,7 @@ def _load_dir(run: _Run, src: _Source) -> ReplayResult:
                 producer_snapshots.append(info.base_offset)
     join = posixpath.join
     snapshot_ok = False
-    for _end, _epoch, name in sorted(snapshots, reverse=True):
+    for _end, _epoch, name in sorted(snapshots, reverse=snapshot == "newest"):
         if _load_snapshot(run, src, join(src.path, name)):
             snapshot_ok = True
             break
@@ -251,8 +257,11 @@ def _load_dir(run: _Run, src: _Source) -> ReplayResult:
 
 
 def load_metadata(url_or_path: str, storage_options: dict[str, Any] | None = None, *,
-                  fault_handler: FaultHandler | None = None) -> ReplayResult:
+                  fault_handler: FaultHandler | None = None, snapshot: str = "newest") -> ReplayResult:
     """Replay a ``__cluster_metadata-0`` directory, a snapshot ``.checkpoint`` or a ``.log`` segment.
+
+    ``snapshot="oldest"`` starts a directory's replay from its oldest valid snapshot instead of the newest: the
+    same image, but the events of every record still on disk (what the executor dates garbage by).
 
     Raises:
         FileNotFoundError: the path does not exist.
@@ -262,12 +271,12 @@ def load_metadata(url_or_path: str, storage_options: dict[str, Any] | None = Non
     if not src.fs.exists(src.path):
         raise FileNotFoundError(f"no such file or directory: {url_or_path}")
     with gc_paused():  # the image's objects hold no cycles; collections cost ~15-20% of a 1M-record replay
-        return _load(_Run(str(url_or_path), fault_handler), src, url_or_path)
+        return _load(_Run(str(url_or_path), fault_handler), src, url_or_path, snapshot)
 
 
-def _load(run: _Run, src: _Source, url_or_path: str) -> ReplayResult:
+def _load(run: _Run, src: _Source, url_or_path: str, snapshot: str) -> ReplayResult:
     if src.fs.isdir(src.path):
-        return _load_dir(run, src)
+        return _load_dir(run, src, snapshot)
     name = posixpath.basename(src.path)
     if name.endswith(".checkpoint"):
         ok = _load_snapshot(run, src, src.path)

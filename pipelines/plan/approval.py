@@ -28,23 +28,25 @@ from pipelines.tables.base import TableStore
 
 PROPOSED, APPROVED, REJECTED, EXPIRED, SUPERSEDED = "proposed", "approved", "rejected", "expired", "superseded"
 APPLYING, APPLIED, FAILED, RESTORED = "applying", "applied", "failed", "restored"
-PARTIALLY_APPLIED = "partially_applied"
+PARTIALLY_APPLIED, PARTIALLY_RESTORED, PURGED = "partially_applied", "partially_restored", "purged"
+
+#: Statuses the executors' per-broker states add up to (``pipelines.plan.broker_status``); RESTORED and PURGED are
+#: final (nothing of the plan is left in quarantine).
+EXECUTOR_STATUSES = frozenset({APPLYING, APPLIED, PARTIALLY_APPLIED, FAILED, PARTIALLY_RESTORED, RESTORED, PURGED})
 
 #: status → statuses it may move to.
 TRANSITIONS: dict[str, frozenset[str]] = {
     PROPOSED: frozenset({PROPOSED, APPROVED, REJECTED, EXPIRED, SUPERSEDED}),
     APPROVED: frozenset({APPLYING, EXPIRED, PROPOSED}),
-    APPLYING: frozenset({APPLYING, APPLIED, PARTIALLY_APPLIED, FAILED}),
-    PARTIALLY_APPLIED: frozenset({APPLYING, RESTORED}),
-    FAILED: frozenset({APPLYING, RESTORED}),
-    APPLIED: frozenset({APPLYING, RESTORED}),
+    **{s: EXECUTOR_STATUSES for s in (APPLYING, APPLIED, PARTIALLY_APPLIED, FAILED, PARTIALLY_RESTORED)},
     REJECTED: frozenset(),
     EXPIRED: frozenset(),
     SUPERSEDED: frozenset(),
     RESTORED: frozenset(),
+    PURGED: frozenset(),
 }
 #: Statuses in which an executor may (continue to) apply a plan.
-EXECUTABLE = frozenset({APPROVED, APPLYING, PARTIALLY_APPLIED, FAILED, APPLIED})
+EXECUTABLE = frozenset({APPROVED, APPLYING, PARTIALLY_APPLIED, FAILED, APPLIED, PARTIALLY_RESTORED})
 
 TABLES = ("gc_plans", "gc_plan_items", "gc_plan_audit")
 MAX_ATTEMPTS = 20
@@ -128,7 +130,7 @@ def audited_approvers(store: TableStore, plan_id: str, content_hash: str) -> tup
     return tuple(sorted(names))
 
 
-def _audit(store: TableStore, plan_id: str, at: datetime, actor: str, action: str, from_status: str | None,
+def append_audit(store: TableStore, plan_id: str, at: datetime, actor: str, action: str, from_status: str | None,
            to_status: str | None, comment: str, content_hash: str | None) -> None:
     store.append("gc_plan_audit", [{
         "plan_id": plan_id, "at": at, "actor": actor, "action": action, "from_status": from_status,
@@ -136,7 +138,7 @@ def _audit(store: TableStore, plan_id: str, at: datetime, actor: str, action: st
     }])
 
 
-def _stamp(previous: datetime | None, now: datetime) -> datetime:
+def next_stamp(previous: datetime | None, now: datetime) -> datetime:
     """A new ``updated_at``: now, but strictly after the previous one (it is the row's revision token)."""
     return now if previous is None or now > previous else previous + timedelta(microseconds=1)
 
@@ -155,14 +157,14 @@ def _transition(store: TableStore, plan_id: str, *, actor: str, action: str, com
             if to_status not in TRANSITIONS[record.status]:
                 raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; cannot {action} it")
         except PlanError as exc:
-            _audit(store, plan_id, at, actor, f"{action}_refused", record.status, None, str(exc),
+            append_audit(store, plan_id, at, actor, f"{action}_refused", record.status, None, str(exc),
                    record.content_hash)
             raise
-        stamp = _stamp(record.updated_at, at)
+        stamp = next_stamp(record.updated_at, at)
         guard = {"plan_id": plan_id, "status": record.status, "content_hash": record.content_hash,
                  "updated_at": record.updated_at}
         if store.update("gc_plans", guard, {"status": to_status, "updated_at": stamp, **values}) == 1:
-            _audit(store, plan_id, stamp, actor, action, record.status, to_status, comment, record.content_hash)
+            append_audit(store, plan_id, stamp, actor, action, record.status, to_status, comment, record.content_hash)
             return get_plan(store, plan_id)
     raise PlanError(f"plan {plan_id}: gave up after {MAX_ATTEMPTS} conflicting concurrent transitions")
 
@@ -182,7 +184,7 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
     if not existing:
         store.append("gc_plans", [row])
         store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, items)
-        _audit(store, plan.plan_id, at, actor, "register", None, PROPOSED, "", plan.content_hash)
+        append_audit(store, plan.plan_id, at, actor, "register", None, PROPOSED, "", plan.content_hash)
     elif existing[0]["content_hash"] != plan.content_hash:
         def replace(record: PlanRecord) -> tuple[str, dict[str, Any]]:
             if record.status not in (PROPOSED, APPROVED):
@@ -255,7 +257,7 @@ def approve(store: TableStore, plan_id: str, *, by: str, policy: PolicyConfig, c
 
     record = _transition(store, plan_id, actor=by, action="approve", comment=comment, decide=decide, now=now)
     if expired:
-        _audit(store, plan_id, _now(), by, "approve_refused", EXPIRED, None, "plan expired", record.content_hash)
+        append_audit(store, plan_id, _now(), by, "approve_refused", EXPIRED, None, "plan expired", record.content_hash)
         raise rules.refuse("plan_expiry", f"plan {plan_id} expired at {record.expires_at}; it was marked expired")
     return record
 

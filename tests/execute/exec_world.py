@@ -1,6 +1,12 @@
-"""A synthetic broker host for executor tests: log dirs built with ``tests/kafka/logdir_factory``, a plan made
-from what is on disk (fingerprints from the shared crawl function), registered and approved in a real delta-rs
-warehouse, and an ``AppConfig`` pointing at all of it."""
+"""A synthetic broker host for executor tests: log dirs built with ``tests/kafka/logdir_factory``, a KRaft metadata
+log in Kafka's format that says what the controller assigns (the executor re-reads it), a plan made from what is on
+disk (fingerprints from the shared crawl function), registered and approved in a real delta-rs warehouse, and an
+``AppConfig`` pointing at all of it.
+
+The controller's story (:func:`write_metadata_log`): ten days ago every topic of the world was created with this
+broker in its replicas (``orders`` with broker 2 as well); three days ago the garbage topics were deleted. The
+``-delete`` dirs are three days old by mtime. So every garbage item is past the default 24 h grace floor.
+"""
 
 from __future__ import annotations
 
@@ -58,6 +64,62 @@ class World:
         return self.root / "state"
 
 
+CLASS_OF_KIND = {"live": "deleted_topic", "delete": "stuck_delete", "stray": "stray", "future": "abandoned_future"}
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic as the controller's log records it (``removed``: a RemoveTopicRecord three days ago)."""
+
+    name: str
+    topic_id: str
+    partitions: tuple[int, ...] = (0,)
+    replicas: tuple[int, ...] = (BROKER, 2)
+    adding: tuple[int, ...] = ()
+    removed: bool = False
+
+
+def topics_of(live=LIVE, deleted=GARBAGE) -> list[Topic]:
+    """The world's topics: those of ``live`` with this broker as a replica, those of ``deleted`` removed."""
+    parts: dict[tuple[str, str], set[int]] = {}
+    for spec in (*live, *deleted):
+        parts.setdefault((spec.topic, str(spec.resolved_topic_id)), set()).add(spec.partition)
+    live_names = {s.topic for s in live}
+    return [Topic(name, tid, tuple(sorted(ps)), removed=name not in live_names)
+            for (name, tid), ps in sorted(parts.items())]
+
+
+def write_metadata_log(path: Path, topics: list[Topic], *, now_ms: int | None = None, base_offset: int = 0) -> Path:
+    """``path`` (a ``__cluster_metadata-0`` dir) holding one segment in Kafka's format: every topic created ten days
+    before ``now_ms``, the removed ones deleted three days before it. With ``base_offset`` > 0 the log misses its
+    start, so the image it gives is incomplete."""
+    from pipelines.simulate.controller import Batch, Rec
+    from pipelines.simulate.metadata_files import encode_log_batch
+
+    now_ms = now_ms or int(datetime.now(timezone.utc).timestamp() * 1000)
+    created: list[Rec] = [Rec("FeatureLevelRecord", 0, {"name": "metadata.version", "feature_level": 21})]
+    for t in topics:
+        created.append(Rec("TopicRecord", 0, {"name": t.name, "topic_id": t.topic_id}))
+        created += [Rec("PartitionRecord", 0, {
+            "partition_id": p, "topic_id": t.topic_id, "replicas": [*t.replicas, *t.adding], "isr": list(t.replicas),
+            "removing_replicas": [], "adding_replicas": list(t.adding), "leader": t.replicas[0], "leader_epoch": 0,
+            "partition_epoch": 0}) for p in t.partitions]
+    removed = tuple(Rec("RemoveTopicRecord", 0, {"topic_id": t.topic_id}) for t in topics if t.removed)
+    batches = [Batch(base_offset, now_ms - 10 * DAY_MS, 1, tuple(created))]
+    if removed:
+        batches.append(Batch(base_offset + len(created), now_ms - 3 * DAY_MS, 1, removed))
+    path.mkdir(parents=True, exist_ok=True)
+    (path / f"{base_offset:020d}.log").write_bytes(b"".join(encode_log_batch(b) for b in batches))
+    return path
+
+
+def with_metadata(w: World, topics: list[Topic], name: str = "alt", **kwargs) -> AppConfig:
+    """The world's config re-pointed at a controller log that says ``topics``."""
+    log = write_metadata_log(w.root / name / "__cluster_metadata-0", topics, **kwargs)
+    return w.config.model_copy(update={"metadata": w.config.metadata.model_copy(update={"source": str(log)})})
+
+
 def item_for(log_dir: Path, spec: PartitionSpec, *, broker: int = BROKER, item_id: str | None = None,
              topic_id: str | None = "auto") -> PlanItem:
     path = log_dir / spec.dir_name
@@ -65,7 +127,8 @@ def item_for(log_dir: Path, spec: PartitionSpec, *, broker: int = BROKER, item_i
     return PlanItem.model_validate({
         "item_id": item_id or spec.dir_name.replace(".", "_"), "broker_id": broker, "log_dir": str(log_dir),
         "dir_name": spec.dir_name, "topic": spec.topic, "partition": spec.partition,
-        "topic_id": str(spec.resolved_topic_id) if topic_id == "auto" else topic_id, "class": "deleted_topic",
+        "topic_id": str(spec.resolved_topic_id) if topic_id == "auto" else topic_id,
+        "class": CLASS_OF_KIND[spec.kind],
         "bytes": size, "fingerprint": fingerprint_dir(str(path)), "directory_id": str(uuid_for(f"dir-{log_dir.name}")),
     })
 
@@ -85,18 +148,44 @@ def approve(store: RustTableStore, plan: GcPlan, config: AppConfig) -> None:
     approval.approve(store, plan.plan_id, by="reviewer", policy=config.policy)
 
 
+def age_delete_dirs(log_dir: Path, days: float = 3) -> None:
+    """Make every ``-delete`` dir look ``days`` old (the executor dates those by their mtime)."""
+    when = datetime.now(timezone.utc).timestamp() - days * 86_400
+    for d in log_dir.iterdir():
+        if d.name.endswith("-delete"):
+            os.utime(d, (when, when))
+
+
 def build_world(tmp_path: Path, *, garbage=GARBAGE, live=LIVE, approve_plan: bool = True,
-                node_id: int = BROKER, metadata: dict | None = None) -> World:
+                node_id: int = BROKER, metadata: dict | None = None, policy: dict | None = None) -> World:
     root = tmp_path / "host"
     log_dir = make_log_dir(root / "kafka-logs", node_id=node_id, partitions=[*garbage, *live])
+    age_delete_dirs(log_dir)
+    if metadata is None:
+        metadata = {"kind": "metadata_log",
+                    "source": str(write_metadata_log(root / "meta" / "__cluster_metadata-0", topics_of(live, garbage)))}
     store = RustTableStore(str(tmp_path / "warehouse"))
     config = AppConfig.model_validate({
         "cluster": "c1", "warehouse": str(tmp_path / "warehouse"),
         "brokers": [{"broker_id": BROKER, "log_dirs": [str(log_dir)]}],
         "executor": {"state_dir": str(root / "state")},
-        **({"metadata": metadata} if metadata else {}),
+        "metadata": metadata,
+        **({"policy": policy} if policy else {}),
     })
     plan = make_plan(log_dir, garbage)
     if approve_plan:
         approve(store, plan, config)
     return World(root, log_dir, store, config, plan, {i.item_id: log_dir / i.dir_name for i in plan.items})
+
+
+def backdate_journal(state_dir: Path, *, hours: float) -> None:
+    """Shift every journal record's time back by ``hours`` (purge dates a quarantined item by its ``rename.done``)."""
+    import json
+
+    for path in state_dir.glob("journal-broker-*.jsonl"):
+        lines = []
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            rec["at"] = (datetime.fromisoformat(rec["at"]) - timedelta(hours=hours)).isoformat()
+            lines.append(json.dumps(rec, sort_keys=True))
+        path.write_text("".join(f"{line}\n" for line in lines))

@@ -39,9 +39,9 @@ def test_dry_run_changes_nothing_then_apply_restore_bit_identical(tmp_path: Path
     assert [i.action for i in again.items] == ["already_done"] * 3
 
     quarantined = tree_digest(w.root)
-    dry = restore(w.config, 1, "plan-1")  # like apply_plan and purge, a dry run unless told to execute
+    dry = restore(w.config, w.store, "plan-1", 1)  # like apply_plan and purge, a dry run unless told to execute
     assert not dry.executed and sorted(dry.restored) == sorted(w.garbage) and tree_digest(w.root) == quarantined
-    report = restore(w.config, 1, "plan-1", execute=True)
+    report = restore(w.config, w.store, "plan-1", 1, execute=True)
     assert sorted(report.restored) == sorted(w.garbage)
     assert tree_digest(w.log_dir) == before
     assert not list(q.glob("*/manifest.json"))
@@ -68,9 +68,10 @@ def test_purge_after_retention_reclaims_what_the_plan_expected(quiet_dir: Path) 
     kept = purge(w.config, 1, execute=True)  # retention (7 days) not reached: nothing goes
     assert kept.items == [] and kept.kept == 4
 
-    listed = purge(w.config, 1, older_than_ms=0)  # dry run lists
+    later = datetime.now(timezone.utc) + timedelta(hours=1, seconds=1)  # past the 1 h retention floor
+    listed = purge(w.config, 1, older_than_ms=3_600_000, now=later)  # dry run lists
     assert len(listed.items) == 4 and not listed.measured_bytes
-    report = purge(w.config, 1, older_than_ms=0, execute=True, now=datetime.now(timezone.utc) + timedelta(seconds=1))
+    report = purge(w.config, 1, older_than_ms=3_600_000, execute=True, now=later, store=w.store)
     expected = sum(i.bytes for i in w.plan.items)
     assert report.expected_bytes == expected
     files = sum(i.files for i in report.items)
@@ -78,6 +79,7 @@ def test_purge_after_retention_reclaims_what_the_plan_expected(quiet_dir: Path) 
     assert abs(measured - expected) <= files * 4096 + (1 << 20), (measured, expected)
     assert not list((w.root / ".logdir-gc-quarantine").glob("*/*/*/manifest.json"))
     assert tree_digest(w.log_dir) == live_before
+    assert approval.get_plan(w.store, "plan-1").status == "purged"
 
 
 def test_pacer_sleeps_to_hold_the_rate() -> None:
@@ -98,9 +100,9 @@ def test_an_item_restored_by_hand_is_not_re_applied(tmp_path: Path) -> None:
     w = build_world(tmp_path)
     apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     first = w.plan.items[0].item_id
-    assert restore(w.config, 1, "plan-1", item_id=first, execute=True).restored == [first]
+    assert restore(w.config, w.store, "plan-1", 1, item_id=first, execute=True).restored == [first]
     assert w.garbage[first].exists()
     again = apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     outcome = {i.item_id: (i.action, i.reason) for i in again.items}
-    assert outcome[first] == ("skipped", "restored by an operator earlier; not re-applied")
+    assert outcome[first] == ("skipped", "restored or purged earlier; never re-applied")
     assert w.garbage[first].exists()

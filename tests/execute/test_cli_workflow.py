@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from exec_world import build_world, tree_digest
+from exec_world import backdate_journal, build_world, tree_digest
 
 from pipelines.cli import exit_codes
 from pipelines.cli.main import main
@@ -58,10 +58,15 @@ def test_plans_workflow_and_apply_through_the_cli(tmp_path: Path, capsys: pytest
     assert code == 0 and json.loads(out)["status"] == "applied"
     assert not any(p.exists() for p in w.garbage.values())
 
-    code, out, _ = run(capsys, "purge", "--older-than", "0s", *c, "--json")
+    code, _, err = run(capsys, "purge", "--older-than", "0s", "--execute", *c)
+    assert code == exit_codes.POLICY and "[purge_retention_floor]" in err and len(err.splitlines()) == 1
+    backdate_journal(w.state_dir, hours=2)  # as if the apply had run two hours ago (the journal dates each move)
+    code, out, _ = run(capsys, "purge", "--older-than", "1h", *c, "--json")
     assert code == 0 and len(json.loads(out)[0]["items"]) == 3 and json.loads(out)[0]["executed"] is False
-    code, out, _ = run(capsys, "purge", "--older-than", "0s", "--execute", *c, "--json")
+    code, out, _ = run(capsys, "purge", "--older-than", "1h", "--execute", *c, "--json")
     assert code == 0 and json.loads(out)[0]["expected_bytes"] == w.plan.total_bytes
+    code, out, _ = run(capsys, "plans", "show", "plan-1", *c, "--format", "json")
+    assert json.loads(out)["status"] == "purged"
 
 
 def test_executor_refusals_map_to_their_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,7 +91,7 @@ def test_prestart_applies_approved_items_and_never_fails_the_broker_start(
     assert code == 0 and "broker is running" in json.loads(out)[0]["refused"]
     assert all(p.exists() for p in w.garbage.values())
     code, out, _ = run(capsys, "prestart", "--broker", "1", "--config", str(cfg), "--budget", "0s", "--json")
-    assert code == 0 and json.loads(out) == [{"plan_id": "plan-1", "skipped": "time budget exhausted"}]
+    assert code == 0 and "time budget of 0 ms spent" in json.loads(out)[-1]["error"]
     assert all(p.exists() for p in w.garbage.values())
     code, out, _ = run(capsys, "prestart", "--broker", "1", "--config", str(cfg), "--json")
     assert code == 0 and json.loads(out)[0]["status"] == "applied"
@@ -123,7 +128,7 @@ def test_restore_reports_like_apply_in_text_and_json(tmp_path: Path, capsys: pyt
     assert f"  skipped          {w.garbage[first]}  (original path {w.garbage[first]} is taken)" in rows
     assert sorted(r.split()[1] for r in rows if r.split()[0] == "restored") == sorted(
         str(p) for i, p in w.garbage.items() if i != first)
-    assert status == f"  status: {len(w.garbage) - 1} restored, 1 skipped"
+    assert status == f"  status: {len(w.garbage) - 1} restored, 1 skipped, 0 failed"
     w.garbage[first].rmdir()
     code, out, _ = run(capsys, "restore", "plan-1", "--execute", *c, "--json")
     [report] = json.loads(out)

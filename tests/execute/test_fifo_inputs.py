@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.errors import PreconditionFailed
-from pipelines.execute.preconditions import ItemSkipped, _topic_id, check_host
+from pipelines.execute.observe import ItemSkipped, _topic_id
+from pipelines.execute.preconditions import check_host
 from pipelines.plan.model import GcPlan
 
 

@@ -5,18 +5,27 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from types import MappingProxyType
 
 import pytest
-from exec_world import GARBAGE, LIVE, approve, build_world, item_for, make_plan, tree_digest
+from exec_world import (
+    GARBAGE,
+    LIVE,
+    Topic,
+    approve,
+    build_world,
+    item_for,
+    make_plan,
+    topics_of,
+    tree_digest,
+    with_metadata,
+    write_metadata_log,
+)
 from logdir_factory import PartitionSpec, make_log_dir, uuid_for
 
 from pipelines.config.models import AppConfig, PolicyConfig
 from pipelines.errors import PlanError, PolicyViolation, PreconditionFailed
 from pipelines.execute.apply import apply_plan
-from pipelines.execute.assignment import assignment_from_image
 from pipelines.kafka.partition_metadata import write_partition_metadata
-from pipelines.metadata.image import MetadataImage, PartitionImage, TopicImage, TopicsImage
 from pipelines.plan import approval
 
 
@@ -140,7 +149,7 @@ def test_changed_partition_metadata_is_skipped_even_with_the_same_fingerprint(tm
     os.utime(pm, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime: the fingerprint cannot see it
     report = apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     first = report.items[0]
-    assert first.action == "skipped" and "topic id" in first.reason
+    assert first.action == "skipped" and "topic_id" in first.reason and first.rule == "inconsistent"
     assert pm.parent.exists()
 
 
@@ -178,15 +187,6 @@ def test_plan_for_another_disk_is_refused(tmp_path: Path) -> None:
         apply_plan(w.config, w.store, "disk", 1, execute=True)
 
 
-def _image(topics: dict[str, tuple], complete: bool = True) -> MetadataImage:
-    by_id = {}
-    for name, (topic_id, replicas) in topics.items():
-        part = PartitionImage(0, replicas, replicas, (), (), replicas[0], 0, 0, ())
-        by_id[topic_id] = TopicImage(topic_id, name, MappingProxyType({0: part}))
-    topics_image = TopicsImage(MappingProxyType(by_id), MappingProxyType({t.name: t for t in by_id.values()}))
-    return MetadataImage(topics=topics_image, complete=complete, incomplete_reasons=() if complete else ("gap",))
-
-
 def test_a_replica_the_controller_assigns_is_never_touched_even_if_approved(tmp_path: Path) -> None:
     """A tampered-but-rehashed-and-approved plan lists a live replica; the metadata re-check stops it."""
     w = build_world(tmp_path, approve_plan=False)
@@ -194,8 +194,7 @@ def test_a_replica_the_controller_assigns_is_never_touched_even_if_approved(tmp_
     plan = make_plan(w.log_dir, (), items=(*w.plan.items, live), plan_id="evil")
     approve(w.store, plan, w.config)
     before = tree_digest(w.log_dir / LIVE[0].dir_name)
-    image = _image({"orders": (LIVE[0].resolved_topic_id, (1, 2, 3))})
-    report = apply_plan(w.config, w.store, "evil", 1, execute=True, assignment=assignment_from_image(image))
+    report = apply_plan(w.config, w.store, "evil", 1, execute=True)
     acts = _actions(report)
     assert acts["live-orders-0"] == "skipped"
     assert "live replica" in {i.item_id: i.reason for i in report.items}["live-orders-0"]
@@ -205,9 +204,10 @@ def test_a_replica_the_controller_assigns_is_never_touched_even_if_approved(tmp_
 
 def test_unknown_topic_in_an_incomplete_image_is_not_proven_garbage(tmp_path: Path) -> None:
     w = build_world(tmp_path)
-    report = apply_plan(w.config, w.store, "plan-1", 1, assignment=assignment_from_image(_image({}, complete=False)))
+    config = with_metadata(w, [Topic("orders", str(LIVE[0].resolved_topic_id), (0, 1))], base_offset=5)
+    report = apply_plan(config, w.store, "plan-1", 1)
     assert {i.action for i in report.items} == {"skipped"}
-    assert all("incomplete" in i.reason for i in report.items)
+    assert all("incomplete" in i.reason for i in report.items), report.items
 
 
 def test_log_dir_not_registered_for_the_broker_is_skipped(tmp_path: Path) -> None:
@@ -220,32 +220,17 @@ def test_log_dir_not_registered_for_the_broker_is_skipped(tmp_path: Path) -> Non
     assert all(p.exists() for p in w.garbage.values())
 
 
-def _metadata_log(path: Path, topic: str, topic_id, replicas: list[int]) -> Path:
-    """A one-batch controller log written with the project's own encoder (topic + one partition)."""
-    from pipelines.simulate.controller import Batch, Rec
-    from pipelines.simulate.metadata_files import encode_log_batch
-
-    records = (
-        Rec("FeatureLevelRecord", 0, {"name": "metadata.version", "feature_level": 21}),
-        Rec("TopicRecord", 0, {"name": topic, "topic_id": topic_id}),
-        Rec("PartitionRecord", 0, {"partition_id": 0, "topic_id": topic_id, "replicas": replicas, "isr": replicas,
-                                   "removing_replicas": [], "adding_replicas": [], "leader": replicas[0],
-                                   "leader_epoch": 0, "partition_epoch": 0}),
-    )
-    path.mkdir(parents=True)
-    log = path / "00000000000000000000.log"
-    log.write_bytes(encode_log_batch(Batch(0, 1_700_000_000_000, 1, records)))
-    return log
-
-
-def test_configured_metadata_source_is_re_read_and_protects_live_replicas(tmp_path: Path) -> None:
-    log = _metadata_log(tmp_path / "meta" / "__cluster_metadata-0", "orders", LIVE[0].resolved_topic_id, [2, 1])
-    w = build_world(tmp_path, approve_plan=False, metadata={"kind": "metadata_log", "source": str(log)})
-    live = item_for(w.log_dir, LIVE[0], item_id="live-orders-0")
-    approve(w.store, make_plan(w.log_dir, (), items=(*w.plan.items, live), plan_id="evil"), w.config)
-    report = apply_plan(w.config, w.store, "evil", 1, execute=True)
-    assert _actions(report)["live-orders-0"] == "skipped" and (w.log_dir / LIVE[0].dir_name).exists()
-    assert report.count("quarantined") == 3
+def test_configured_metadata_source_is_re_read_at_apply_time(tmp_path: Path) -> None:
+    """The plan was made while ``gone`` was deleted; by apply time the controller's log says it is a live topic on
+    this broker again (the plan is stale, or lies): every ``gone`` item is skipped, read from the log itself."""
+    w = build_world(tmp_path)
+    topics = [Topic(t.name, t.topic_id, t.partitions, removed=t.removed and t.name != "gone") for t in topics_of()]
+    write_metadata_log(Path(w.config.metadata.source), topics)
+    report = apply_plan(w.config, w.store, "plan-1", 1, execute=True)
+    gone = [i for i in w.plan.items if i.topic == "gone"]
+    assert gone and all(_actions(report)[i.item_id] == "skipped" for i in gone)
+    assert all(w.garbage[i.item_id].is_dir() for i in gone)
+    assert report.count("quarantined") == len(w.plan.items) - len(gone)
 
 
 def test_unreadable_metadata_source_refuses_everything(tmp_path: Path) -> None:

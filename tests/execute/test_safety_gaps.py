@@ -9,23 +9,32 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from types import MappingProxyType
 
 import pytest
-from exec_world import GARBAGE, LIVE, approve, build_world, item_for, make_plan, tree_digest
+from exec_world import (
+    GARBAGE,
+    LIVE,
+    Topic,
+    approve,
+    build_world,
+    item_for,
+    make_plan,
+    topics_of,
+    tree_digest,
+    with_metadata,
+)
 from logdir_factory import PartitionSpec, uuid_for
 
 from pipelines.config.models import MetadataConfig
 from pipelines.errors import ExecutorBusy, PlanError, PreconditionFailed
 from pipelines.execute import apply as apply_module
 from pipelines.execute.apply import apply_plan
-from pipelines.execute.assignment import assignment_from_image, load_assignment_check
 from pipelines.execute.confine import ConfinementError, confined_child
+from pipelines.execute.controller_view import load_controller_view
 from pipelines.execute.purge import purge
 from pipelines.execute.restore import restore
-from pipelines.kafka.uuid import Uuid
-from pipelines.metadata.image import MetadataImage, PartitionImage, TopicImage, TopicsImage
 from pipelines.plan import approval
 
 _HOLDER = """
@@ -61,16 +70,6 @@ def _actions(report) -> dict[str, str]:
 
 def _reasons(report) -> dict[str, str]:
     return {i.item_id: i.reason for i in report.items}
-
-
-def _image(topics: dict[str, tuple[Uuid, tuple[int, ...], tuple[int, ...]]]) -> MetadataImage:
-    """name → (topic id, replicas, adding_replicas); partition 0 only."""
-    by_id = {}
-    for name, (topic_id, replicas, adding) in topics.items():
-        part = PartitionImage(0, replicas, replicas, (), adding, replicas[0], 0, 0, ())
-        by_id[topic_id] = TopicImage(topic_id, name, MappingProxyType({0: part}))
-    topics_image = TopicsImage(MappingProxyType(by_id), MappingProxyType({t.name: t for t in by_id.values()}))
-    return MetadataImage(topics=topics_image, complete=True, incomplete_reasons=())
 
 
 # --- plan authority -------------------------------------------------------------------------------------------
@@ -156,23 +155,36 @@ def test_a_replica_being_added_to_this_broker_is_never_touched(tmp_path: Path) -
     w = build_world(tmp_path, approve_plan=False)
     live = item_for(w.log_dir, LIVE[0], item_id="live-orders-0")
     approve(w.store, make_plan(w.log_dir, (), items=(*w.plan.items, live), plan_id="adding"), w.config)
-    image = _image({"orders": (LIVE[0].resolved_topic_id, (2, 3), (1,))})
-    report = apply_plan(w.config, w.store, "adding", 1, execute=True, assignment=assignment_from_image(image))
+    config = with_metadata(w, [*topics_of(), Topic("orders", str(LIVE[0].resolved_topic_id), (0, 1), (2, 3), (1,))])
+    report = apply_plan(config, w.store, "adding", 1, execute=True)
     assert _actions(report)["live-orders-0"] == "skipped" and "live replica" in _reasons(report)["live-orders-0"]
     assert (w.log_dir / LIVE[0].dir_name).is_dir()
 
 
-def test_a_dir_without_topic_id_is_matched_by_topic_name(tmp_path: Path) -> None:
-    """No readable ``partition.metadata``: the controller's assignment is looked up by the topic name."""
-    legacy = PartitionSpec("legacy", 0, partition_metadata=False, log_content=b"l" * 100)
+def test_a_delete_dir_without_topic_id_is_matched_by_topic_name(tmp_path: Path) -> None:
+    """No readable ``partition.metadata`` in an old ``-delete`` dir: the controller's assignment is looked up by the
+    topic NAME in the dir's name."""
+    legacy = PartitionSpec("legacy", 0, kind="delete", partition_metadata=False, log_content=b"l" * 100)
     w = build_world(tmp_path, garbage=(*GARBAGE, legacy), approve_plan=False)
     items = tuple(item_for(w.log_dir, s, topic_id=None if s is legacy else "auto") for s in (*GARBAGE, legacy))
     approve(w.store, make_plan(w.log_dir, (), items=items, plan_id="by-name"), w.config)
-    image = _image({"legacy": (uuid_for("legacy-now"), (1, 2), ())})
-    report = apply_plan(w.config, w.store, "by-name", 1, execute=True, assignment=assignment_from_image(image))
+    config = with_metadata(w, [*topics_of(), Topic("legacy", str(uuid_for("legacy-now")), (0,), (1, 2))])
+    report = apply_plan(config, w.store, "by-name", 1, execute=True)
     legacy_id = legacy.dir_name.replace(".", "_")
     assert _actions(report)[legacy_id] == "skipped" and "live replica" in _reasons(report)[legacy_id]
     assert (w.log_dir / legacy.dir_name).is_dir()
+
+
+def test_a_live_dir_without_topic_id_is_never_touched(tmp_path: Path) -> None:
+    """A live (or ``-stray``/``-future``) dir with no readable topic id is never planned; a plan that lists one
+    anyway (its ``topic_id`` claim matching the disk's "none") is refused by the executor."""
+    legacy = PartitionSpec("legacy", 0, partition_metadata=False, log_content=b"l" * 100)
+    w = build_world(tmp_path, garbage=(*GARBAGE, legacy), approve_plan=False)
+    items = tuple(item_for(w.log_dir, s, topic_id=None if s is legacy else "auto") for s in (*GARBAGE, legacy))
+    approve(w.store, make_plan(w.log_dir, (), items=items, plan_id="no-id"), w.config)
+    report = apply_plan(w.config, w.store, "no-id", 1, execute=True)
+    outcome = next(i for i in report.items if i.item_id == "legacy-0")
+    assert outcome.action == "skipped" and outcome.rule == "never_planned" and (w.log_dir / "legacy-0").is_dir()
 
 
 @pytest.mark.parametrize("kind", ["topics_describe", "admin"])
@@ -181,12 +193,14 @@ def test_metadata_sources_the_executor_cannot_re_read_refuse_the_run(tmp_path: P
         "bootstrap_servers": "127.0.0.1:9"}
     metadata = {"kind": kind, **source}
     with pytest.raises(PreconditionFailed, match="cannot be re-read by the executor"):
-        load_assignment_check(MetadataConfig.model_validate(metadata))
+        load_controller_view(MetadataConfig.model_validate(metadata))
     w = build_world(tmp_path, metadata=metadata)
     with pytest.raises(PreconditionFailed, match="cannot be re-read by the executor"):
         apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     assert all(p.exists() for p in w.garbage.values())
 
+
+LATER = datetime.now(timezone.utc) + timedelta(days=8)  # past the default 7-day purge retention
 
 # --- locks of restore and purge -------------------------------------------------------------------------------
 
@@ -204,21 +218,21 @@ def _quarantined(w) -> list[Path]:
 def test_restore_refuses_while_the_broker_holds_its_log_dir_lock(tmp_path: Path) -> None:
     w = _applied(tmp_path)
     with _Holder(w.log_dir / ".lock"), pytest.raises(ExecutorBusy, match="broker is running"):
-        restore(w.config, 1, "plan-1", execute=True)
+        restore(w.config, w.store, "plan-1", 1, execute=True)
     assert not any(p.exists() for p in w.garbage.values()) and len(_quarantined(w)) == len(w.garbage)
 
 
 def test_restore_refuses_while_another_executor_runs(tmp_path: Path) -> None:
     w = _applied(tmp_path)
     with _Holder(w.state_dir / "executor-broker-1.lock"), pytest.raises(ExecutorBusy, match="already running"):
-        restore(w.config, 1, "plan-1", execute=True)
+        restore(w.config, w.store, "plan-1", 1, execute=True)
     assert not any(p.exists() for p in w.garbage.values()) and len(_quarantined(w)) == len(w.garbage)
 
 
 def test_purge_refuses_while_another_executor_runs(tmp_path: Path) -> None:
     w = _applied(tmp_path)
     with _Holder(w.state_dir / "executor-broker-1.lock"), pytest.raises(ExecutorBusy, match="already running"):
-        purge(w.config, 1, older_than_ms=0, execute=True)
+        purge(w.config, 1, execute=True, now=LATER)
     assert len(_quarantined(w)) == len(w.garbage)
 
 
@@ -240,7 +254,7 @@ def test_recovery_does_not_trust_a_destination_that_differs_from_its_manifest(tm
     def crash(a: object, b: object) -> None:
         raise _Crash
 
-    monkeypatch.setattr(apply_module.os, "rename", crash)
+    monkeypatch.setattr(apply_module, "rename_noreplace", lambda *args: crash(*args[:2]))
     with pytest.raises(_Crash):
         apply_plan(w.config, w.store, "plan-1", 1, execute=True)
     monkeypatch.undo()
@@ -280,7 +294,7 @@ def test_restore_never_overwrites_a_reoccupied_original_path(tmp_path: Path) -> 
     item_id, original = next(iter(w.garbage.items()))
     original.mkdir()
     (original / "new-data.log").write_bytes(b"the broker recreated this partition")
-    report = restore(w.config, 1, "plan-1", execute=True)
+    report = restore(w.config, w.store, "plan-1", 1, execute=True)
     assert "is taken" in report.skipped[item_id] and item_id not in report.restored
     assert (original / "new-data.log").read_bytes() == b"the broker recreated this partition"
     assert _quarantined_dir(w, item_id).is_dir() and len(report.restored) == len(w.garbage) - 1
@@ -291,8 +305,8 @@ def test_restore_refuses_a_quarantined_copy_that_no_longer_matches_its_manifest(
     item_id, original = next(iter(w.garbage.items()))
     with open(_quarantined_dir(w, item_id) / "00000000000000000000.log", "ab") as f:
         f.write(b"changed in quarantine")
-    report = restore(w.config, 1, "plan-1", execute=True)
-    assert "no longer matches its manifest" in report.skipped[item_id] and not original.exists()
+    report = restore(w.config, w.store, "plan-1", 1, execute=True)
+    assert "no longer matches its manifest" in report.failed[item_id] and not original.exists()
     assert _quarantined_dir(w, item_id).is_dir() and len(report.restored) == len(w.garbage) - 1
 
 
@@ -302,6 +316,6 @@ def test_purge_leaves_items_another_broker_quarantined(tmp_path: Path) -> None:
     w = _applied(tmp_path)
     manifest = _quarantined(w)[0]
     manifest.write_text(manifest.read_text().replace('"broker_id": 1,', '"broker_id": 2,', 1))
-    report = purge(w.config, 1, older_than_ms=0, execute=True)
-    assert report.kept == 1 and len(report.items) == len(w.garbage) - 1
+    report = purge(w.config, 1, execute=True, now=LATER)
+    assert "broker 2" in report.failed[f"plan-1/{manifest.parent.name}"] and len(report.items) == len(w.garbage) - 1
     assert _quarantined(w) == [manifest] and any(manifest.parent.glob("*-*"))

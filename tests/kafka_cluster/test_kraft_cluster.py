@@ -26,13 +26,16 @@ from jars import KAFKA_3, KAFKA_4, resolve_or_skip
 from kafka import TopicPartition
 from kafka.admin import NewTopic
 
+from pipelines.config.load import load_config
 from pipelines.config.models import BrokerConfig, DetectConfig
 from pipelines.crawl.local_crawl import crawl_local
 from pipelines.detect import classes as C
+from pipelines.execute import apply_plan, purge
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata import MetadataImage
 from pipelines.plan.model import GcPlan, PlanItem
 from pipelines.plan.recheck import DirFacts, assigned_here, classify, live_copies
+from pipelines.tables import open_store
 
 pytestmark = pytest.mark.integration
 
@@ -345,8 +348,16 @@ def test_end_to_end_apply_interlock_and_clean_restart(kafka: KafkaCluster, tmp_p
 
     kafka.stop_broker(3)
     code, out, err = cli("apply", plan.plan_id, "--broker", "3", "--execute", *c, "--json")
-    assert code == 0, err
-    assert json.loads(out)["status"] == "applied"
+    assert code == 6, err  # exit_codes.PRECONDITION: the deletion is minutes old, the host's grace floor is 24 h
+    assert {i["rule"] for i in json.loads(out)["items"]} == {"min_grace"}
+    assert all((Path(i.log_dir) / i.dir_name).exists() for i in plan.items)
+    # Two days later (the API takes the clock; the CLI never does): the executor's own re-read of the controller's
+    # log dates the deletion, the grace has passed.
+    app = load_config(config)
+    later = datetime.now(timezone.utc) + timedelta(days=2)
+    report = apply_plan(app, open_store("rust", str(tmp_path / "warehouse")), plan.plan_id, 3, execute=True,
+                        now=later)
+    assert report.status == "applied", report
     assert not any((Path(i.log_dir) / i.dir_name).exists() for i in plan.items)
 
     kafka.start_broker(3)
@@ -369,6 +380,5 @@ def test_end_to_end_apply_interlock_and_clean_restart(kafka: KafkaCluster, tmp_p
     values = kafka.consume("e2e_live", [0], expected=51)
     assert len(values) == 51 and values[-1] == b"after"
 
-    code, out, err = cli("purge", "--older-than", "0s", "--execute", *c, "--json")
-    assert code == 0, err
-    assert sum(r["expected_bytes"] for r in json.loads(out)) == plan.total_bytes > 0
+    purged = purge(app, 3, execute=True, now=later + timedelta(days=8))
+    assert purged.expected_bytes == plan.total_bytes > 0 and not purged.failed
