@@ -47,8 +47,8 @@ from pipelines.kafka.metadata_codec import encode_metadata_record, iter_metadata
 from pipelines.kafka.metadata_native import MODULE as METADATA_NATIVE
 from pipelines.kafka.record_batch import encode_batch
 from pipelines.kafka.uuid import Uuid
-from pipelines.metadata.load import load_metadata
 from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.metadata_log_source import load_metadata
 from pipelines.native import PURE_PYTHON_ENV
 
 BROKERS = 30

@@ -14,7 +14,7 @@ from pipelines.cli.storage_options import storage_options
 from pipelines.errors import DecodeError
 from pipelines.kafka.uuid import DIRECTORY_ID_NAMES
 from pipelines.metadata.image import MetadataImage
-from pipelines.metadata.load import ReplayResult, load_metadata
+from pipelines.metadata.metadata_log_source import ReplayResult, load_metadata
 
 
 def _dir(d: Any) -> str:

@@ -1,6 +1,5 @@
 """Controller metadata image and replay (pure Python, no Spark), after Kafka's ``metadata/image``."""
 
-from pipelines.metadata.delta import MetadataDelta, raise_on_fault
 from pipelines.metadata.events import MetadataEvent
 from pipelines.metadata.image import (
     EMPTY,
@@ -13,8 +12,9 @@ from pipelines.metadata.image import (
     TopicImage,
     TopicsImage,
 )
-from pipelines.metadata.load import FileUse, ReplayResult, load_metadata
+from pipelines.metadata.image_delta import MetadataDelta, raise_on_fault
 from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.metadata_log_source import FileUse, ReplayResult, load_metadata
 from pipelines.metadata.rows import event_rows, image_rows
 from pipelines.metadata.topics_describe import parse_topics_describe
 

@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 from pipelines.errors import ConfigError, DecodeError
 from pipelines.kafka.metadata_codec import make_record
 from pipelines.kafka.uuid import ZERO, Uuid
-from pipelines.metadata.delta import MetadataDelta
 from pipelines.metadata.image import BROKER_RESOURCE, MetadataImage, MetadataProvenance
+from pipelines.metadata.image_delta import MetadataDelta
 from pipelines.metadata.rows import DELETE_DELAY_KEY
 
 SOURCE_PREFIX = "admin:"

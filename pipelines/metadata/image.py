@@ -1,7 +1,7 @@
 """The controller metadata image: an immutable value, after Kafka's ``metadata/image``.
 
 A ``MetadataImage`` is what a KRaft broker would hold after replaying the metadata log up to
-``provenance.last_offset``. It is built only by applying a ``MetadataDelta`` (``pipelines.metadata.delta``) to a
+``provenance.last_offset``. It is built only by applying a ``MetadataDelta`` (``pipelines.metadata.image_delta``) to a
 base image, starting from ``EMPTY``; untouched parts are shared by reference between images.
 
 Every mapping is a read-only ``MappingProxyType`` and every list a tuple, so an image cannot be changed after the

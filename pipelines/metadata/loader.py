@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pipelines.kafka.metadata_log import FieldsRecord, LogEntry, MetadataLog
-from pipelines.metadata.delta import FaultHandler, MetadataDelta
 from pipelines.metadata.events import MetadataEvent
 from pipelines.metadata.fold import FOLD_CONTEXT, folder
 from pipelines.metadata.image import EMPTY, MetadataImage, MetadataProvenance, ReplayProblem
+from pipelines.metadata.image_delta import FaultHandler, MetadataDelta
 
 Publisher = Callable[[MetadataDelta, MetadataImage], None]
 

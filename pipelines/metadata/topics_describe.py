@@ -17,8 +17,8 @@ from typing import Any
 
 from pipelines.errors import DecodeError
 from pipelines.kafka.uuid import Uuid
-from pipelines.metadata.delta import MetadataDelta
 from pipelines.metadata.image import TOPIC_RESOURCE, MetadataImage, MetadataProvenance
+from pipelines.metadata.image_delta import MetadataDelta
 
 SOURCE = "topics_describe"
 

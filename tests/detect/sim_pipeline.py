@@ -11,7 +11,7 @@ from pipelines.config.load import load_config
 from pipelines.config.models import AppConfig
 from pipelines.crawl.local_crawl import crawl_local
 from pipelines.metadata.image import MetadataImage
-from pipelines.metadata.load import load_metadata
+from pipelines.metadata.metadata_log_source import load_metadata
 from pipelines.metadata.rows import event_rows, image_rows
 from pipelines.simulate import PRESETS, ClusterSpec, generate
 from pipelines.simulate.truth import Truth

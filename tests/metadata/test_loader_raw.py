@@ -8,8 +8,8 @@ from mdrecords import broker, broker_change, change, config, did, encode_log, na
 from pipelines.errors import ReplayError
 from pipelines.kafka.metadata_codec import make_control_record
 from pipelines.kafka.metadata_log import iter_metadata_log
-from pipelines.metadata.delta import raise_on_fault
 from pipelines.metadata.image import TOPIC_RESOURCE
+from pipelines.metadata.image_delta import raise_on_fault
 from pipelines.metadata.loader import MetadataLoader
 
 T1, T2, T3 = tid(1), tid(2), tid(3)

@@ -21,10 +21,10 @@ from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.metadata import fold as fold_module
 from pipelines.metadata import loader as loader_module
 from pipelines.metadata.fold import FOLD_CONTEXT, fold_pending
-from pipelines.metadata.load import load_metadata
 from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.metadata_log_source import load_metadata
 from pipelines.metadata.partition_merge import CHANGE_KEYS, partition_from_record, pending_change
-from pipelines.metadata.topics_delta import _TopicChange
+from pipelines.metadata.topics_image_delta import _TopicChange
 from tests.metadata.mdrecords import change, did, encode_log, partition, remove, tid, topic
 
 COMPILED = native.load(fold_module.MODULE)

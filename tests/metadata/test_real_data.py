@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.kafka.uuid import Uuid
-from pipelines.metadata.load import load_metadata
+from pipelines.metadata.metadata_log_source import load_metadata
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "real-logdirs"
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import gc
 
 from pipelines.kafka.metadata_log import iter_metadata_log
-from pipelines.metadata.delta import MetadataDelta
-from pipelines.metadata.load import load_metadata
+from pipelines.metadata.image_delta import MetadataDelta
 from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.metadata_log_source import load_metadata
 from tests.metadata.mdrecords import broker, change, did, encode_log, partition, tid, topic
 
 

@@ -7,8 +7,8 @@ from mdrecords import broker, broker_change, change, config, did, feature, named
 
 from pipelines.errors import ReplayError
 from pipelines.kafka.uuid import MIGRATING, UNASSIGNED, Uuid
-from pipelines.metadata.delta import MetadataDelta, raise_on_fault
 from pipelines.metadata.image import BROKER_RESOURCE, EMPTY, TOPIC_RESOURCE, MetadataImage
+from pipelines.metadata.image_delta import MetadataDelta, raise_on_fault
 
 T1, T2 = tid(1), tid(2)
 D1, D2, D3 = did(1), did(2), did(3)

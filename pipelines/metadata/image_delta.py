@@ -31,8 +31,8 @@ from pipelines.metadata.image import (
     MetadataProvenance,
     ReplayProblem,
 )
-from pipelines.metadata.map_delta import MapDelta
-from pipelines.metadata.topics_delta import TopicsDelta
+from pipelines.metadata.image_part_delta import MapDelta
+from pipelines.metadata.topics_image_delta import TopicsDelta
 
 __all__ = ["BROKER_RESOURCE", "FaultHandler", "MetadataDelta", "RecordLike", "raise_on_fault"]
 

@@ -22,7 +22,7 @@ from mdrecords import (
 
 from pipelines.kafka.snapshot_names import format_snapshot_name
 from pipelines.metadata.image import TOPIC_RESOURCE
-from pipelines.metadata.load import load_metadata
+from pipelines.metadata.metadata_log_source import load_metadata
 
 T1, T2, T3 = tid(1), tid(2), tid(3)
 SNAP = [feature("metadata.version", 21), broker(1, 5, log_dirs=[did(1)]), topic("a", T1), partition(T1, 0, [1])]

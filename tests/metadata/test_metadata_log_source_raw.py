@@ -29,8 +29,8 @@ from pipelines.kafka.metadata_codec import make_control_record
 from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.snapshot_names import format_snapshot_name
 from pipelines.metadata.image import TOPIC_RESOURCE
-from pipelines.metadata.load import load_metadata
 from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.metadata_log_source import load_metadata
 
 T1, T2, T3, T4 = tid(1), tid(2), tid(3), tid(4)
 NOOP = named("NoOpRecord")

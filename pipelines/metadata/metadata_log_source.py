@@ -29,9 +29,9 @@ from pipelines.kafka.metadata_log import MetadataLog, iter_metadata_log
 from pipelines.kafka.segment_files import classify_file
 from pipelines.kafka.snapshot_names import parse_snapshot_file
 from pipelines.metadata import completeness
-from pipelines.metadata.delta import FaultHandler
 from pipelines.metadata.events import MetadataEvent
 from pipelines.metadata.image import MetadataImage
+from pipelines.metadata.image_delta import FaultHandler
 from pipelines.metadata.loader import MetadataLoader
 
 __all__ = ["FileUse", "ReplayResult", "load_metadata"]
