@@ -151,7 +151,8 @@ def metadata() -> None:
 def show(path: str, as_json: bool, records: bool, storage_option: tuple[str, ...]) -> None:
     """Replay PATH (a __cluster_metadata-0 dir, a .checkpoint or a .log; path or fsspec URL) and show the image.
 
-    Exits 0 when the image could be built (an incomplete image included), 3 when PATH cannot be read.
+    Exits 0 when the image could be built (an incomplete image included), 3 when PATH cannot be read, 8 when it
+    holds no metadata record at all (empty files, or no segment or snapshot).
     """
     import fsspec
 
@@ -172,9 +173,12 @@ def show(path: str, as_json: bool, records: bool, storage_option: tuple[str, ...
     except DecodeError as exc:
         click.echo(f"logdir-gc metadata show: cannot decode {path}: {exc}", err=True)
         sys.exit(DECODE)
-    if result.files and not any(f.records for f in result.files) and (result.errors or not result.complete):
-        click.echo(f"logdir-gc metadata show: {path} holds no decodable KRaft metadata record: "
-                   + "; ".join(result.errors or result.image.incomplete_reasons), err=True)
+    if not any(f.records for f in result.files):
+        why = (result.errors or result.image.incomplete_reasons
+               or ([f"{len(result.files)} file(s), every one empty"] if result.files
+                   else ["no .log segment or .checkpoint snapshot in it"]))
+        click.echo(f"logdir-gc metadata show: {path} holds no decodable KRaft metadata record: " + "; ".join(why),
+                   err=True)
         sys.exit(DECODE)
     if as_json:
         click.echo(json.dumps(show_json(result), indent=2))

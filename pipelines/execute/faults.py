@@ -1,7 +1,8 @@
 """Deterministic crash points for the crash-injection tests.
 
 ``KLGC_FAULT_POINT=<name>:<n>`` kills this process with SIGKILL (no cleanup, no flush, like ``kill -9``) the
-``n``-th time (1-based) the executor passes the point ``name``. Points are the journal step boundaries
+``n``-th time (1-based) the executor passes the point ``name``; ``<name>:<n>:hang`` blocks there forever instead
+(a hung disk or store, for the pre-start hook's hard deadline). Points are the journal step boundaries
 (``<step>.<state>``, passed right after the record is fsynced) plus ``<step>.performed`` right after a
 filesystem operation and before its completion is journalled. ``KLGC_FAULT_TRACE=<file>`` appends every point
 passed to ``file`` so a test can enumerate them. Unset, both cost one dict lookup.
@@ -28,6 +29,10 @@ def fault_point(name: str) -> None:
     if not armed:
         return
     _seen[name] += 1
-    target, _, count = armed.rpartition(":")
+    hang = armed.endswith(":hang")
+    target, _, count = armed.removesuffix(":hang").rpartition(":")
     if target == name and _seen[name] == int(count or 1):
+        if hang:
+            while True:
+                signal.pause()
         os.kill(os.getpid(), signal.SIGKILL)

@@ -100,7 +100,9 @@ class Journal:
         created = not self.path.exists()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, line.encode("utf-8"))
+            view = memoryview(line.encode("utf-8"))
+            while view:  # a short write (disk full) continues until write() itself fails with ENOSPC
+                view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)

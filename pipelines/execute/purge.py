@@ -184,17 +184,15 @@ def purge(config: AppConfig, broker_id: int, *, older_than_ms: int | None = None
         os.sync()
         report.measured_bytes = {d: free_bytes(d) - b for d, b in before.items()}
         if store is not None:
-            _record_states(store, journal, broker_id, {q.plan_id for q, _ in due}, report)
+            left = {q.plan_id for area in areas.values() if area is not None for q in area.scan()}
+            _record_states(store, broker_id, {q.plan_id for q, _ in due} - left, report)
     return report
 
 
-def _record_states(store: TableStore, journal: Journal, broker_id: int, plan_ids: set[str],
+def _record_states(store: TableStore, broker_id: int, plan_ids: set[str],
                    report: PurgeReport) -> None:
     """``purged`` for this broker in each plan of which nothing is left in its quarantine."""
     for plan_id in sorted(plan_ids):
-        history = journal.last_by_item(plan_id)
-        if any(item_state(h)[0] == QUARANTINED for h in history.values()):
-            continue
         try:
             broker_status.record(store, plan_id, broker_id, approval.PURGED,
                                  comment=f"broker {broker_id}: purged")

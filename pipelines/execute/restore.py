@@ -142,7 +142,9 @@ def restore(config: AppConfig, store: TableStore, plan_id: str, broker_id: int, 
         finally:
             for lock in reversed(locks):
                 lock.release()
-        report.status = _record_state(store, report, Journal(sdir, config.cluster, broker_id), plan)
+        still = any(area.scan(plan_id) for area in areas.values() if area is not None)
+        report.status = None if still else _record_state(store, report, Journal(sdir, config.cluster, broker_id),
+                                                         plan)
     return report
 
 
@@ -171,8 +173,8 @@ def _move_back(journal: Journal, q: QuarantinedItem, verdict: str) -> None:
 
 
 def _record_state(store: TableStore, report: RestoreReport, journal: Journal, plan: GcPlan) -> str | None:
-    """``restored`` for this broker once nothing of the plan is left in its quarantine (reported, not raised, when
-    the warehouse cannot record it)."""
+    """``restored`` (or ``purged``, when some items were purged) for this broker, called once nothing of the plan is
+    left in its quarantine areas; reported, not raised, when the warehouse cannot record it."""
     history = journal.last_by_item(plan.plan_id)
     states = [item_state(history.get(i.item_id, []))[0] for i in plan.items if i.broker_id == report.broker_id]
     if QUARANTINED in states or RESTORED not in states:

@@ -189,3 +189,25 @@ def backdate_journal(state_dir: Path, *, hours: float) -> None:
             rec["at"] = (datetime.fromisoformat(rec["at"]) - timedelta(hours=hours)).isoformat()
             lines.append(json.dumps(rec, sort_keys=True))
         path.write_text("".join(f"{line}\n" for line in lines))
+
+
+def two_broker_world(tmp_path: Path) -> World:
+    """Brokers 1 and 2 on one host, each with its own log dir holding a replica of every garbage and live topic;
+    one plan with items on both (``garbage`` maps each item id to its dir)."""
+    root = tmp_path / "host"
+    dirs = {b: make_log_dir(root / f"kafka-logs-{b}", node_id=b, partitions=[*GARBAGE, *LIVE]) for b in (1, 2)}
+    for d in dirs.values():
+        age_delete_dirs(d)
+    log = write_metadata_log(root / "meta" / "__cluster_metadata-0", topics_of())
+    store = RustTableStore(str(tmp_path / "warehouse"))
+    config = AppConfig.model_validate({
+        "cluster": "c1", "warehouse": str(tmp_path / "warehouse"),
+        "brokers": [{"broker_id": b, "log_dirs": [str(d)]} for b, d in dirs.items()],
+        "executor": {"state_dir": str(root / "state")},
+        "metadata": {"kind": "metadata_log", "source": str(log)},
+    })
+    items = tuple(item_for(d, s, broker=b, item_id=f"b{b}-{s.dir_name.replace('.', '_')}")
+                  for b, d in dirs.items() for s in GARBAGE)
+    plan = make_plan(dirs[1], (), items=items)
+    approve(store, plan, config)
+    return World(root, dirs[1], store, config, plan, {i.item_id: Path(i.log_dir) / i.dir_name for i in plan.items})

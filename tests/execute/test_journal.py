@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memory_store_path import MemoryTableStore
-
 from pipelines.execute.journal import DONE, INTENT, Journal, mirror_to_store
+from pipelines.tables.rust_engine import RustTableStore
 
 
 def test_torn_last_line_is_ignored_and_truncated(tmp_path: Path) -> None:
@@ -24,7 +23,7 @@ def test_torn_last_line_is_ignored_and_truncated(tmp_path: Path) -> None:
 
 
 def test_mirror_appends_each_record_once(tmp_path: Path) -> None:
-    store = MemoryTableStore()
+    store = RustTableStore(str(tmp_path / "wh"))
     j = Journal(tmp_path, "c1", 1)
     j.write("p", "i1", "item", INTENT)
     j.write("p", "i1", "item", DONE)
@@ -32,5 +31,5 @@ def test_mirror_appends_each_record_once(tmp_path: Path) -> None:
     assert mirror_to_store(j, store) == 0
     j.write("p", "", "run", DONE)
     assert mirror_to_store(j, store) == 1
-    rows = store.read_rows("gc_journal")
+    rows = sorted(store.read_rows("gc_journal"), key=lambda r: r["seq"])
     assert [r["seq"] for r in rows] == [1, 2, 3] and rows[0]["cluster"] == "c1" and rows[0]["broker_id"] == 1

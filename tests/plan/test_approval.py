@@ -7,7 +7,6 @@ from operator import itemgetter
 from pathlib import Path
 
 import pytest
-from memory_store import MemoryTableStore
 from plan_factory import T0, item, plan
 
 from pipelines.config.models import PolicyConfig
@@ -19,10 +18,9 @@ from pipelines.tables.schemas import ALL_TABLES
 NOW = T0 + timedelta(hours=1)
 
 
-@pytest.fixture(params=["memory", "rust"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> TableStore:
-    if request.param == "memory":
-        return MemoryTableStore()
+@pytest.fixture
+def store(tmp_path: Path) -> TableStore:
+    """The real delta-rs store the CLI and the executor use (no fake: the workflow's guarantees are its commits')."""
     from pipelines.tables.rust_engine import RustTableStore
 
     return RustTableStore(str(tmp_path / "wh"))

@@ -8,8 +8,6 @@ import threading
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
-from memory_store import MemoryTableStore
 from plan_factory import T0, plan
 
 from pipelines.config.models import PolicyConfig
@@ -40,15 +38,11 @@ def _race(store: TableStore, plan_id: str, calls: dict[str, object]) -> dict[str
     return outcome
 
 
-@pytest.mark.parametrize("engine", ["memory", "rust"])
-def test_approve_vs_reject_exactly_one_wins(engine: str, tmp_path: Path) -> None:
-    for round_ in range(3):
-        if engine == "memory":
-            store: TableStore = MemoryTableStore()
-        else:
-            from pipelines.tables.rust_engine import RustTableStore
+def test_approve_vs_reject_exactly_one_wins(tmp_path: Path) -> None:
+    from pipelines.tables.rust_engine import RustTableStore
 
-            store = RustTableStore(str(tmp_path / f"wh{round_}"))
+    for round_ in range(3):
+        store: TableStore = RustTableStore(str(tmp_path / f"wh{round_}"))
         approval.register_plan(store, plan(), actor="d", policy=PolicyConfig(), now=T0)
         outcome = _race(store, "p1", {
             "approve": lambda s=store: approval.approve(s, "p1", by="bob", policy=PolicyConfig(), now=NOW),
