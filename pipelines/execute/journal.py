@@ -19,7 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipelines.errors import HostIOError
 from pipelines.execute.faults import fault_point
+from pipelines.kafka.listing import read_regular_file
 
 INTENT, DONE, SKIPPED, FAILED = "intent", "done", "skipped", "failed"
 
@@ -69,16 +71,17 @@ class Journal:
         listed in :attr:`problems` (only the item it belonged to can be affected: its history looks shorter, and
         every command re-verifies such an item on disk or refuses it)."""
         self.problems: list[str] = []
-        if not self.path.exists():
+        try:
+            data = read_regular_file(str(self.path))  # a FIFO planted as the journal never blocks a read
+        except FileNotFoundError:
             return
-        with open(self.path, "rb") as f:
-            for number, raw in enumerate(f, 1):
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    yield JournalRecord(**json.loads(raw))
-                except (ValueError, TypeError) as exc:
-                    self.problems.append(f"{self.path} line {number}: damaged record skipped ({exc})")
+        except OSError as exc:
+            raise HostIOError(f"cannot read the journal {self.path}: {exc.strerror or exc}") from None
+        for number, raw in enumerate(data.split(b"\n")[:-1], 1):  # the text after the last newline is a torn tail
+            try:
+                yield JournalRecord(**json.loads(raw))
+            except (ValueError, TypeError) as exc:
+                self.problems.append(f"{self.path} line {number}: damaged record skipped ({exc})")
 
     def last_by_item(self, plan_id: str) -> dict[str, list[JournalRecord]]:
         """Records of ``plan_id`` grouped per item, in order."""
@@ -113,9 +116,10 @@ class Journal:
         return rec
 
     def _truncate_torn_tail(self) -> None:
-        if not self.path.exists():
+        try:
+            data = read_regular_file(str(self.path))
+        except FileNotFoundError:
             return
-        data = self.path.read_bytes()
         good = data[: data.rfind(b"\n") + 1]
         if len(good) != len(data):
             with open(self.path, "r+b") as f:
@@ -136,7 +140,10 @@ def mirror_to_store(journal: Journal, store: Any) -> int:
     from pipelines.tables.schemas import GC_JOURNAL
 
     mark = journal.path.with_suffix(".mirrored")
-    done = int(mark.read_text().strip() or 0) if mark.exists() else 0
+    try:
+        done = int(read_regular_file(str(mark)).strip() or 0)
+    except FileNotFoundError:
+        done = 0
     rows = [r.row() for r in journal.records() if r.seq > done]
     if not rows:
         return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pipelines.config.models import PolicyConfig
 from pipelines.errors import PlanError
+from pipelines.kafka.listing import read_regular_file
 from pipelines.plan import approval
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, compute_content_hash
@@ -21,7 +22,9 @@ from pipelines.tables.base import TableStore
 def read_plan_file(path: str | Path) -> GcPlan:
     """Parse a plan JSON file; a file whose content does not match its own hash is refused (PlanError)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_regular_file(str(path)).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"plan file {path} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise PlanError(f"cannot read plan file {path}: {exc.strerror or exc}") from None
     try:
