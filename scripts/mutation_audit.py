@@ -24,8 +24,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TESTS = ["tests/execute", "tests/safety/test_executor_against_lies.py",
-         "tests/safety/test_assigned_replicas_never_touched.py", "tests/plan/test_approval_gaps.py"]
+# Most specific first: with ``-x`` a caught mutation stops at its first failing test.
+TESTS = [
+    f"tests/execute/test_{name}.py"
+    for name in (
+        "lying_plans",
+        "quarantine_confinement",
+        "damage_stays_local",
+        "plan_state_truth",
+        "fifo_inputs",
+        "refusals",
+        "safety_gaps",
+        "apply",
+        "journal",
+        "locks",
+        "reference_recheck",
+        "cli_workflow",
+        "crash_injection",
+    )
+] + [
+    "tests/safety/test_executor_against_lies.py",
+    "tests/safety/test_assigned_replicas_never_touched.py",
+    "tests/plan/test_approval_gaps.py",
+]
 
 
 @dataclass(frozen=True)
@@ -40,91 +61,233 @@ E = "pipelines/execute/"
 MUTATIONS = [
     # apply: facts from the disk, host policy
     Mutation("consistency check skipped", E + "preconditions.py", "    _consistent(item, d)\n", ""),
-    Mutation("topic/partition/id claims not compared", E + "preconditions.py", "        if claimed != seen:",
-             "        if False:"),
-    Mutation("class vs kind not compared", E + "preconditions.py", "    if item.class_ not in allowed:",
-             "    if False:"),
+    Mutation(
+        "topic/partition/id claims not compared",
+        E + "preconditions.py",
+        "        if claimed != seen:",
+        "        if False:",
+    ),
+    Mutation(
+        "class vs kind not compared", E + "preconditions.py", "    if item.class_ not in allowed:", "    if False:"
+    ),
     Mutation("metadata/unparseable kinds allowed", E + "preconditions.py", "    if not allowed:\n", "    if False:\n"),
-    Mutation("live dir without topic id allowed", E + "preconditions.py",
-             '    if d.topic_id is None and d.kind != "delete":', "    if False:"),
-    Mutation("fingerprint not compared", E + "preconditions.py",
-             "    if d.fingerprint != normalise_fingerprint(item.fingerprint):", "    if False:"),
+    Mutation(
+        "live dir without topic id allowed",
+        E + "preconditions.py",
+        '    if d.topic_id is None and d.kind != "delete":',
+        "    if False:",
+    ),
+    Mutation(
+        "fingerprint not compared",
+        E + "preconditions.py",
+        "    if d.fingerprint != normalise_fingerprint(item.fingerprint):",
+        "    if False:",
+    ),
     Mutation("protection skipped", E + "preconditions.py", "    if hit is not None:", "    if False:"),
-    Mutation("protection by disk name only", E + "controller_view.py", "        if topic is not None:\n            names.add",
-             "        if False:\n            names.add"),
-    Mutation("assignment check skipped", E + "preconditions.py", "    if reason is not None:\n        raise ItemSkipped(reason",
-             "    if False:\n        raise ItemSkipped(reason"),
+    Mutation(
+        "protection by disk name only",
+        E + "controller_view.py",
+        "        if topic is not None:\n            names.add",
+        "        if False:\n            names.add",
+    ),
+    Mutation(
+        "assignment check skipped",
+        E + "preconditions.py",
+        "    if reason is not None:\n        raise ItemSkipped(reason",
+        "    if False:\n        raise ItemSkipped(reason",
+    ),
     Mutation("adding_replicas ignored", E + "controller_view.py", " or broker_id in part.adding_replicas", ""),
-    Mutation("incomplete image treated as complete", E + "controller_view.py",
-             "            if topic is None and not image.complete:\n                return (f\"topic id",
-             "            if False:\n                return (f\"topic id"),
-    Mutation("grace floor skipped", E + "preconditions.py", "    if host.now - since < host.min_grace:", "    if False:"),
-    Mutation("unknown age allowed", E + "preconditions.py", "    if since is None:\n        raise",
-             "    if since is None and False:\n        raise"),
-    Mutation("grace from the plan-side floor only", E + "preconditions.py",
-             "max(policy.min_grace_ms, MIN_GRACE_FLOOR_MS)", "MIN_GRACE_FLOOR_MS"),
-    Mutation("host budget not measured", E + "preconditions.py",
-             "    if host.max_broker_bytes is not None and size > host.max_broker_bytes:", "    if False:"),
+    Mutation(
+        "incomplete image treated as complete",
+        E + "controller_view.py",
+        '            if topic is None and not image.complete:\n                return (f"topic id',
+        '            if False:\n                return (f"topic id',
+    ),
+    Mutation(
+        "grace floor skipped", E + "preconditions.py", "    if host.now - since < host.min_grace:", "    if False:"
+    ),
+    Mutation(
+        "unknown age allowed",
+        E + "preconditions.py",
+        "    if since is None:\n        raise",
+        "    if since is None and False:\n        raise",
+    ),
+    Mutation(
+        "grace from the plan-side floor only",
+        E + "preconditions.py",
+        "max(policy.min_grace_ms, MIN_GRACE_FLOOR_MS)",
+        "MIN_GRACE_FLOOR_MS",
+    ),
+    Mutation(
+        "host budget not measured",
+        E + "preconditions.py",
+        "    if host.max_broker_bytes is not None and size > host.max_broker_bytes:",
+        "    if False:",
+    ),
     Mutation("plan claims not re-checked at apply", E + "apply.py", "    rules.check_plan(plan, config.policy)\n", ""),
-    Mutation("metadata kind none allowed", E + "controller_view.py", '    if metadata.kind == "none":',
-             '    if metadata.kind == "never":'),
-    Mutation("log dir registration not checked", E + "apply.py",
-             '.rstrip("/") not in registered:', '.rstrip("/") in ():'),
-    Mutation("host binding skipped", E + "apply.py", "        check_host(plan, broker_id, d,", "        (plan, broker_id, d,"),
-    Mutation("symlink component allowed", E + "confine.py", "        if stat.S_ISLNK(st.st_mode):\n            raise ConfinementError(f\"log dir",
-             "        if False:\n            raise ConfinementError(f\"log dir"),
-    Mutation("symlinked child allowed", E + "confine.py", "    if stat.S_ISLNK(st.st_mode):\n        raise ConfinementError(f\"{child} is a symlink\")",
-             "    if False:\n        raise ConfinementError(f\"{child} is a symlink\")"),
+    Mutation(
+        "metadata kind none allowed",
+        E + "controller_view.py",
+        '    if metadata.kind == "none":',
+        '    if metadata.kind == "never":',
+    ),
+    Mutation(
+        "log dir registration not checked", E + "apply.py", '.rstrip("/") not in registered:', '.rstrip("/") in ():'
+    ),
+    Mutation(
+        "host binding skipped", E + "apply.py", "        check_host(plan, broker_id, d,", "        (plan, broker_id, d,"
+    ),
+    Mutation(
+        "symlink component allowed",
+        E + "confine.py",
+        '        if stat.S_ISLNK(st.st_mode):\n            raise ConfinementError(f"log dir',
+        '        if False:\n            raise ConfinementError(f"log dir',
+    ),
+    Mutation(
+        "symlinked child allowed",
+        E + "confine.py",
+        '    if stat.S_ISLNK(st.st_mode):\n        raise ConfinementError(f"{child} is a symlink")',
+        '    if False:\n        raise ConfinementError(f"{child} is a symlink")',
+    ),
     Mutation("symlinks inside a dir allowed", E + "observe.py", "    if links:", "    if False:"),
     # quarantine area
-    Mutation("quarantine root symlink allowed", E + "quarantine.py", "        if stat.S_ISLNK(st.st_mode):\n            raise QuarantineError",
-             "        if False:\n            raise QuarantineError"),
-    Mutation("quarantine root ownership unchecked", E + "quarantine.py", "        if st.st_uid != os.geteuid():", "        if False:"),
-    Mutation("quarantine root mode unchecked", E + "quarantine.py", "        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):",
-             "        if False:"),
-    Mutation("quarantine root may contain a log dir", E + "quarantine.py", "            if d == self.root or self.root in d.parents:",
-             "            if False:"),
-    Mutation("quarantine root may sit in a log dir", E + "quarantine.py", "            if d in self.root.parents:",
-             "            if False:"),
-    Mutation("manifest paths not checked", E + "quarantine.py", "        error = self._disagreement(plan_id, item_id, manifest)",
-             "        error = None"),
+    Mutation(
+        "quarantine root symlink allowed",
+        E + "quarantine.py",
+        "        if stat.S_ISLNK(st.st_mode):\n            raise QuarantineError",
+        "        if False:\n            raise QuarantineError",
+    ),
+    Mutation(
+        "quarantine root ownership unchecked",
+        E + "quarantine.py",
+        "        if st.st_uid != os.geteuid():",
+        "        if False:",
+    ),
+    Mutation(
+        "quarantine root mode unchecked",
+        E + "quarantine.py",
+        "        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):",
+        "        if False:",
+    ),
+    Mutation(
+        "quarantine root may contain a log dir",
+        E + "quarantine.py",
+        "            if d == self.root or self.root in d.parents:",
+        "            if False:",
+    ),
+    Mutation(
+        "quarantine root may sit in a log dir",
+        E + "quarantine.py",
+        "            if d in self.root.parents:",
+        "            if False:",
+    ),
+    Mutation(
+        "manifest paths not checked",
+        E + "quarantine.py",
+        "        error = self._disagreement(plan_id, item_id, manifest)",
+        "        error = None",
+    ),
     Mutation("rename may replace", E + "safe_fs.py", "_RENAME_NOREPLACE = 1", "_RENAME_NOREPLACE = 0"),
-    Mutation("removal follows symlinks", E + "safe_fs.py", '            if stat.S_ISDIR(st.st_mode):\n                if st.st_dev',
-             '            if stat.S_ISDIR(os.stat(child, dir_fd=fd).st_mode):\n                if st.st_dev'),
+    Mutation(
+        "removal follows symlinks",
+        E + "safe_fs.py",
+        "            if stat.S_ISDIR(st.st_mode):\n                if st.st_dev",
+        "            if stat.S_ISDIR(os.stat(child, dir_fd=fd).st_mode):\n                if st.st_dev",
+    ),
     # restore
-    Mutation("restore ignores the content hash", E + "restore.py", "    if m.content_hash != content_hash:", "    if False:"),
-    Mutation("restore ignores the plan item", E + "restore.py", "    if item is None or item.broker_id != broker_id",
-             "    if False and item.broker_id != broker_id"),
-    Mutation("restore ignores the journal", E + "restore.py", "    if moved is None or moved.detail.get(\"dst\") != str(q.data_path)",
-             "    if False and moved.detail.get(\"dst\") != str(q.data_path)"),
-    Mutation("restore ignores a taken name", E + "restore.py", "    if original is not None:\n        return \"skip\"",
-             "    if False:\n        return \"skip\""),
-    Mutation("restore ignores a changed copy", E + "restore.py", "    if _fp(q.data_path) != m.fingerprint:", "    if False:"),
-    Mutation("restore without Kafka's lock", E + "restore.py", "                locks.append(kafka_dir_lock(d).acquire())",
-             "                pass"),
+    Mutation(
+        "restore ignores the content hash", E + "restore.py", "    if m.content_hash != content_hash:", "    if False:"
+    ),
+    Mutation(
+        "restore ignores the plan item",
+        E + "restore.py",
+        "    if item is None or item.broker_id != broker_id",
+        "    if False and item.broker_id != broker_id",
+    ),
+    Mutation(
+        "restore ignores the journal",
+        E + "restore.py",
+        '    if moved is None or moved.detail.get("dst") != str(q.data_path)',
+        '    if False and moved.detail.get("dst") != str(q.data_path)',
+    ),
+    Mutation(
+        "restore ignores a taken name",
+        E + "restore.py",
+        '    if original is not None:\n        return "skip"',
+        '    if False:\n        return "skip"',
+    ),
+    Mutation(
+        "restore ignores a changed copy", E + "restore.py", "    if _fp(q.data_path) != m.fingerprint:", "    if False:"
+    ),
+    Mutation(
+        "restore without Kafka's lock",
+        E + "restore.py",
+        "                locks.append(kafka_dir_lock(d).acquire())",
+        "                pass",
+    ),
     # purge
     Mutation("purge below the retention floor", E + "purge.py", "    if retention_ms < floor:", "    if False:"),
-    Mutation("purge ignores the journal", E + "purge.py", "    if moved is None or moved.detail.get(\"dst\") != str(q.data_path)",
-             "    if False and moved.detail.get(\"dst\") != str(q.data_path)"),
-    Mutation("purge ignores a changed copy", E + "purge.py", "    if not interrupted and _fp(q.data_path) != m.fingerprint:",
-             "    if False:"),
-    Mutation("purge ignores another broker's manifest", E + "purge.py", "    if m.broker_id != broker_id:", "    if False:"),
-    Mutation("purge without the executor lock", E + "purge.py", "    with executor_lock(sdir, broker_id) if execute else nullcontext():",
-             "    with nullcontext():"),
-    Mutation("purge dates items by now", E + "purge.py", "    if datetime.fromisoformat(moved.at) > cutoff:", "    if False:"),
+    Mutation(
+        "purge ignores the journal",
+        E + "purge.py",
+        '    if moved is None or moved.detail.get("dst") != str(q.data_path)',
+        '    if False and moved.detail.get("dst") != str(q.data_path)',
+    ),
+    Mutation(
+        "purge ignores a changed copy",
+        E + "purge.py",
+        "    if not interrupted and _fp(q.data_path) != m.fingerprint:",
+        "    if False:",
+    ),
+    Mutation(
+        "purge ignores another broker's manifest", E + "purge.py", "    if m.broker_id != broker_id:", "    if False:"
+    ),
+    Mutation(
+        "purge without the executor lock",
+        E + "purge.py",
+        "    with executor_lock(sdir, broker_id) if execute else nullcontext():",
+        "    with nullcontext():",
+    ),
+    Mutation(
+        "purge dates items by now", E + "purge.py", "    if datetime.fromisoformat(moved.at) > cutoff:", "    if False:"
+    ),
     # locks, journal, plan state
-    Mutation("apply without Kafka's lock", E + "apply.py", "                locks.append(kafka_dir_lock(d).acquire())",
-             "                pass"),
-    Mutation("apply re-applies restored items", E + "apply.py", '    if any(step in ("restore", "purge") for step, _ in seen):',
-             "    if False:"),
-    Mutation("recovery trusts the destination", E + "apply.py", "    elif _fingerprint(dst) == found.manifest.fingerprint:",
-             "    elif True:"),
-    Mutation("plan restored with items still quarantined", E + "restore.py",
-             "        still = any(area.scan(plan_id) for area in areas.values() if area is not None)", "        still = False"),
-    Mutation("approvals not re-derived from the audit", E + "plan_source.py", "    approvers = set(record.approvals) & audited",
-             "    approvers = set(record.approvals)"),
-    Mutation("plan file hash not compared", E + "plan_source.py", "        if compute_content_hash(from_file) != record.content_hash:",
-             "        if False:"),
+    Mutation(
+        "apply without Kafka's lock",
+        E + "apply.py",
+        "                locks.append(kafka_dir_lock(d).acquire())",
+        "                pass",
+    ),
+    Mutation(
+        "apply re-applies restored items",
+        E + "apply.py",
+        '    if any(step in ("restore", "purge") for step, _ in seen):',
+        "    if False:",
+    ),
+    Mutation(
+        "recovery trusts the destination",
+        E + "apply.py",
+        "    elif _fingerprint(dst) == found.manifest.fingerprint:",
+        "    elif True:",
+    ),
+    Mutation(
+        "plan restored with items still quarantined",
+        E + "restore.py",
+        "        still = any(area.scan(plan_id) for area in areas.values() if area is not None)",
+        "        still = False",
+    ),
+    Mutation(
+        "approvals not re-derived from the audit",
+        E + "plan_source.py",
+        "    approvers = set(record.approvals) & audited",
+        "    approvers = set(record.approvals)",
+    ),
+    Mutation(
+        "plan file hash not compared",
+        E + "plan_source.py",
+        "        if compute_content_hash(from_file) != record.content_hash:",
+        "        if False:",
+    ),
 ]
 
 
@@ -133,8 +296,9 @@ def run_one(m: Mutation, tests: list[str]) -> tuple[Mutation, str, float]:
     with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
         copy = Path(tmp)
         for name in ("pipelines", "tests"):
-            shutil.copytree(REPO / name, copy / name, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
+            shutil.copytree(
+                REPO / name, copy / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis")
+            )
         shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
         target = copy / m.path
         text = target.read_text()
@@ -142,9 +306,17 @@ def run_one(m: Mutation, tests: list[str]) -> tuple[Mutation, str, float]:
             return m, f"NOT APPLIED ({text.count(m.old)} matches)", 0.0
         target.write_text(text.replace(m.old, m.new))
         env = {**os.environ, "PYTHONPATH": str(copy)}
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-                               *tests], cwd=copy, env=env, capture_output=True, text=True, check=False)
-        verdict = "caught" if proc.returncode == 1 else "SURVIVED" if proc.returncode == 0 else f"error {proc.returncode}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *tests],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        verdict = (
+            "caught" if proc.returncode == 1 else "SURVIVED" if proc.returncode == 0 else f"error {proc.returncode}"
+        )
     return m, verdict, time.monotonic() - started
 
 

@@ -26,6 +26,7 @@ from logdir_factory import PartitionSpec, uuid_for
 
 from pipelines.errors import PolicyViolation, PreconditionFailed
 from pipelines.execute.apply import apply_plan
+from pipelines.kafka.logdir import fingerprint_dir
 from pipelines.kafka.uuid import METADATA_TOPIC_ID
 from pipelines.plan.model import PlanItem
 
@@ -92,6 +93,22 @@ def test_the_metadata_log_is_never_touched_whatever_the_plan_claims(tmp_path: Pa
     item_id = _lie(w, item, plan_id="lie2", topic="harmless")
     outcome = _outcome(apply_plan(w.config, w.store, "lie2", 1, execute=True), item_id)
     assert outcome.action == "skipped" and outcome.rule in ("inconsistent", "never_planned") and meta.is_dir()
+
+
+def test_an_unparseable_dir_is_never_touched_even_with_claims_that_match(tmp_path: Path) -> None:
+    """``lost+found`` claimed exactly as the disk has it (no topic, partition or id): only the never-planned rule
+    refuses it (Kafka's parser rejects the name, so no class fits it)."""
+    w = build_world(tmp_path, approve_plan=False)
+    lost = w.log_dir / "lost+found"
+    lost.mkdir()
+    (lost / "#1234").write_bytes(b"fsck")
+    item = PlanItem.model_validate({
+        "item_id": "lost", "broker_id": 1, "log_dir": str(w.log_dir), "dir_name": lost.name, "topic": None,
+        "partition": None, "topic_id": None, "class": "deleted_topic", "fingerprint": fingerprint_dir(str(lost)),
+        "directory_id": w.plan.items[0].directory_id})
+    approve(w.store, make_plan(w.log_dir, (), items=(item,), plan_id="lost"), w.config)
+    outcome = _outcome(apply_plan(w.config, w.store, "lost", 1, execute=True), "lost")
+    assert (outcome.action, outcome.rule) == ("skipped", "never_planned") and (lost / "#1234").exists()
 
 
 def test_protection_follows_the_controllers_name_for_the_topic_id(tmp_path: Path) -> None:
