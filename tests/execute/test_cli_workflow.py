@@ -96,6 +96,9 @@ def test_prestart_applies_approved_items_and_never_fails_the_broker_start(
     code, out, _ = run(capsys, "prestart", "--broker", "1", "--config", str(cfg), "--json")
     assert code == 0 and json.loads(out)[0]["status"] == "applied"
     assert not any(p.exists() for p in w.garbage.values())
+    # a broken config does not stop the broker's start either: reported, exit 0
+    code, out, _ = run(capsys, "prestart", "--broker", "1", "--config", str(tmp_path / "missing.yaml"), "--json")
+    assert code == 0 and "cannot read config" in json.loads(out)[0]["error"]
 
 
 def test_restore_reports_like_apply_in_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
