@@ -158,8 +158,12 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
         controller = load_controller_view(config.metadata)
     sdir = state_dir(config, broker)
     if not execute:
-        return _dry_run(config, plan, broker_id, items, controller, host, Journal(sdir, plan.cluster, broker_id),
-                        report)
+        journal = Journal(sdir, plan.cluster, broker_id)
+        history = journal.last_by_item(plan_id)
+        quarantine_areas(config, log_dirs, create=False)
+        report.items += _survey(items, history, broker_id, controller, host)
+        report.problems += journal.problems
+        return report
     with executor_lock(sdir, broker_id):
         locks = []
         try:
@@ -168,7 +172,8 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
             journal = Journal(sdir, plan.cluster, broker_id)
             history = journal.last_by_item(plan_id)
             report.problems += journal.problems
-            _check_budgets(plan, broker_id, items, history, controller, host)
+            if host.max_broker_items is not None or host.max_broker_bytes is not None:
+                _survey(items, history, broker_id, controller, host)  # refuses over budget before anything moves
             areas = quarantine_areas(config, log_dirs, create=True)
             broker_status.record(store, plan_id, broker_id, approval.APPLYING)
             journal.write(plan_id, "", "run", INTENT, content_hash=record.content_hash, items=len(items))
@@ -195,52 +200,32 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
     return report
 
 
-def _dry_run(config: AppConfig, plan: GcPlan, broker_id: int, items: list[PlanItem], controller: ControllerView,
-             host: HostRules, journal: Journal, report: ApplyReport) -> ApplyReport:
-    history = journal.last_by_item(plan.plan_id)
-    report.problems += journal.problems
-    quarantine_areas(config, sorted({i.log_dir.rstrip("/") for i in items}), create=False)
+def _survey(items: list[PlanItem], history: dict[str, list[JournalRecord]], broker_id: int,
+            controller: ControllerView, host: HostRules) -> list[ItemOutcome]:
+    """What a run would do to each item now (nothing is changed), checked against the host's budgets over what is
+    already quarantined plus what would be, measured on disk. Raises PolicyViolation over budget."""
+    outcomes: list[ItemOutcome] = []
     verified: list[VerifiedItem] = []
-    done_bytes = 0
     for item in items:
         state, moved = item_state(history.get(item.item_id, []))
         if state is not None:
-            action = "already_done" if state == "quarantined" else "skipped"
-            report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", action,
-                                            "" if action == "already_done" else f"{state} earlier",
-                                            item.bytes, None if moved is None else moved.detail.get("dst")))
-            done_bytes += item.bytes if state == "quarantined" else 0
+            done = state == "quarantined"
+            outcomes.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}",
+                                        "already_done" if done else "skipped", "" if done else f"{state} earlier",
+                                        int(moved.detail.get("bytes", item.bytes)) if done and moved else 0,
+                                        moved.detail.get("dst") if moved else None, "" if done else "journal"))
             continue
         try:
             v = verify_item(item, broker_id, controller, host)
         except ItemSkipped as exc:
-            report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", "skipped", str(exc),
-                                            rule=exc.rule))
+            outcomes.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", "skipped", str(exc),
+                                        rule=exc.rule))
             continue
         verified.append(v)
-        report.items.append(ItemOutcome(item.item_id, str(v.path), "would_quarantine", bytes=v.bytes))
-    check_budgets(host, broker_id, verified, done_bytes, report.count("already_done"))
-    return report
-
-
-def _check_budgets(plan: GcPlan, broker_id: int, items: list[PlanItem], history: dict[str, list[JournalRecord]],
-                   controller: ControllerView, host: HostRules) -> None:
-    """The host's per-broker budgets over what is already quarantined plus what would be now, measured on disk."""
-    if host.max_broker_items is None and host.max_broker_bytes is None:
-        return
-    done_items = done_bytes = 0
-    verified: list[VerifiedItem] = []
-    for item in items:
-        state, moved = item_state(history.get(item.item_id, []))
-        if state is not None:
-            done_items += state == "quarantined"
-            done_bytes += int((moved.detail.get("bytes") if moved else 0) or 0) if state == "quarantined" else 0
-            continue
-        try:
-            verified.append(verify_item(item, broker_id, controller, host))
-        except ItemSkipped:
-            continue
-    check_budgets(host, broker_id, verified, done_bytes, done_items)
+        outcomes.append(ItemOutcome(item.item_id, str(v.path), "would_quarantine", bytes=v.bytes))
+    done = [o for o in outcomes if o.action == "already_done"]
+    check_budgets(host, broker_id, verified, sum(o.bytes for o in done), len(done))
+    return outcomes
 
 
 def _record_final(store: TableStore, report: ApplyReport) -> str:

@@ -27,7 +27,7 @@ from pipelines.errors import DecodeError, PipelinesError, PreconditionFailed
 from pipelines.execute.observe import ObservedDir
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata.events import TOPIC_CREATED, MetadataEvent
-from pipelines.metadata.image import MetadataImage, PartitionImage
+from pipelines.metadata.image import MetadataImage
 
 
 def _newest(table: dict, key: object, ms: int) -> None:
@@ -109,10 +109,6 @@ class ControllerView:
         if topic is not None:
             names.add(topic.name)
         return names
-
-    def partition_of(self, d: ObservedDir) -> PartitionImage | None:
-        tid = self._topic_id(d)
-        return None if tid is None or d.partition is None else self.image.topics.partition(tid, d.partition)
 
     # -- grace ---------------------------------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _RENAME_NOREPLACE = 1
@@ -109,10 +108,6 @@ def rename_noreplace(src_dir_fd: int, src: str, dst_dir_fd: int, dst: str) -> No
     os.rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
 
-def fsync_fd(fd: int) -> None:
-    os.fsync(fd)
-
-
 def read_small_file_at(dir_fd: int, name: str, limit: int = 16 << 20) -> bytes:
     """The content of a regular file ``name`` under ``dir_fd``: no symlink, FIFO or device is opened (no block)."""
     _check_name(name)
@@ -130,6 +125,3 @@ def read_small_file_at(dir_fd: int, name: str, limit: int = 16 << 20) -> bytes:
     finally:
         os.close(fd)
 
-
-def same_path(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    return Path(a) == Path(b)
