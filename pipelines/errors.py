@@ -45,3 +45,7 @@ class PreconditionFailed(PipelinesError):
 
 class ExecutorBusy(PipelinesError):
     """Another executor, or a running broker, holds a lock the executor needs."""
+
+
+class SourceUnavailable(PipelinesError):
+    """A configured controller metadata service (ZooKeeper) cannot be reached or read."""

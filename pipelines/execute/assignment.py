@@ -22,6 +22,9 @@ def assignment_from_image(image: Any) -> Callable[[PlanItem, int], str | None]:
     """An AssignmentCheck over a ``pipelines.metadata.image.MetadataImage``."""
 
     def check(item: PlanItem, broker_id: int) -> str | None:
+        if item.topic is not None and item.topic in image.topics_without_id:
+            return (f"the controller has topic {item.topic} without a topic id (ZooKeeper, created before Kafka 2.8);"
+                    " not proven garbage")
         topic = None
         if item.topic_id is not None:
             try:
@@ -57,9 +60,13 @@ def load_assignment_check(metadata: MetadataConfig) -> Callable[[PlanItem, int],
     """
     if metadata.kind == "none":
         return None
+    if metadata.kind == "zookeeper":  # read-only, live or a dump; unreadable -> PreconditionFailed
+        from pipelines.metadata.zookeeper_source import image_for_executor
+
+        return assignment_from_image(image_for_executor(metadata))
     if metadata.kind != "metadata_log":  # ``admin`` has no source: it must refuse too, never fall through to None
         raise PreconditionFailed(f"metadata.kind {metadata.kind} cannot be re-read by the executor; use "
-                                 "metadata_log or none")
+                                 "metadata_log, zookeeper or none")
     if metadata.source is None:
         raise PreconditionFailed("metadata.kind metadata_log needs metadata.source for the executor's re-check")
     from pipelines.metadata import load_metadata
