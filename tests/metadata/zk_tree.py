@@ -12,6 +12,8 @@ from pipelines.kafka.uuid import Uuid
 from pipelines.metadata.zookeeper_znodes import Znode, ZnodeSnapshot
 
 T0 = 1_700_000_000_000  # ms
+PARENTS = ("/brokers/ids", "/brokers/topics", "/admin/delete_topics", "/config/brokers", "/config/topics")
+"""The znodes whose children a live read lists (an empty list when it has none)."""
 
 
 @dataclass
@@ -26,7 +28,7 @@ class ZkTree:
         return self
 
     def kafka_root(self) -> ZkTree:
-        for path in ("/brokers/ids", "/brokers/topics", "/admin/delete_topics", "/config/brokers", "/config/topics"):
+        for path in PARENTS:
             self.nodes.setdefault(path, (None, T0, T0))
         return self
 
@@ -77,7 +79,7 @@ class ZkTree:
             children.setdefault(parent or "/", set()).add(name)
         znodes = {}
         for zxid, (path, (data, ctime, mtime)) in enumerate(sorted(self.nodes.items()), start=100):
-            kids = children.get(path)
+            kids = children.get(path, set() if path in PARENTS else None)
             znodes[path] = Znode(path, data, ctime, mtime, zxid, zxid + (1000 if mtime != ctime else 0), zxid,
                                  1 if mtime != ctime else 0, None if kids is None else tuple(sorted(kids)))
         return ZnodeSnapshot(self.connect, self.taken_at_ms, MappingProxyType(znodes))
