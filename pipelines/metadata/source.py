@@ -2,16 +2,12 @@
 :class:`ControllerSource`, imported only when that kind is configured (a client library such as kazoo or
 kafka-python is needed only by its own source).
 
-============== ================================ ===================================== ===========================
-kind           module                           event times (grace clocks)            executor re-check
-============== ================================ ===================================== ===========================
-metadata_log   ``metadata_log_source``          the log's batch times                 yes
-zookeeper      ``zookeeper_source``             znode ctime/mtime; removals seen      yes
-                                                between runs
-topics_describe ``topics_describe``             none                                  refused
-admin          ``admin_source``                 none                                  refused
-none           this module                      none                                  nothing to check
-============== ================================ ===================================== ===========================
+- ``metadata_log`` (``metadata_log_source``): event times from the log's batches; the executor re-reads it.
+- ``zookeeper`` (``zookeeper_source``): event times from znode ctime/mtime, removals stamped by the run that sees
+  them (``removed_topic_events``); the executor re-reads it.
+- ``topics_describe`` (``topics_describe``) and ``admin`` (``admin_source``): the present only, no event times; the
+  executor refuses them.
+- ``none`` (here): nothing to classify against; nothing is planned.
 """
 
 from __future__ import annotations

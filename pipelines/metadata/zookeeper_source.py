@@ -207,6 +207,9 @@ def image_from_znodes(snapshot: ZnodeSnapshot) -> tuple[MetadataImage, tuple[Met
         if t.topic_id in by_id:
             b.problems.append(f"topics {by_id[t.topic_id].name} and {t.name} share topic id {t.topic_id}")
         by_id[t.topic_id] = t
+    cluster_id = snapshot.get("/cluster/id")
+    if cluster_id is not None and cluster_id.data is not None:
+        b.notes.append(f"/cluster/id: {cluster_id.data.decode('utf-8', 'replace')}")
     without_id = {t.name: t for t in topics if t.topic_id == ZERO}
     if without_id:
         b.notes.append(f"{len(without_id)} topic(s) without a topic id (created before Kafka 2.8): their "
