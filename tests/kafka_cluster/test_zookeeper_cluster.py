@@ -9,7 +9,6 @@ broker 4 near the end). Broker 1 keeps ``-delete`` dirs for 10 minutes so they c
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -19,9 +18,16 @@ import pytest
 import yaml
 from cluster import KafkaCluster, wait_for
 from jars import KAFKA_3, resolve_or_skip, zookeeper_or_skip
-from kafka.admin import NewTopic
 from kafka.errors import KafkaError
-from test_kraft_cluster import _described, cli, crawl, dirs_of
+from test_kraft_cluster import (
+    _all_brokers_up,  # noqa: F401  (autouse: no scenario starts with a broker down)
+    _described,
+    _plan_for,
+    cli,
+    crawl,
+    create,
+    dirs_of,
+)
 from zookeeper_server import ZooKeeperServer
 
 from pipelines.config.models import DetectConfig, MetadataConfig
@@ -30,7 +36,7 @@ from pipelines.metadata import MetadataImage
 from pipelines.metadata.source import removed_topic_events
 from pipelines.metadata.zookeeper_source import ZooKeeperSource
 from pipelines.metadata.zookeeper_znodes import read_live
-from pipelines.plan.model import GcPlan, PlanItem
+from pipelines.plan.model import GcPlan
 from pipelines.plan.recheck import classify, live_copies
 
 pytestmark = pytest.mark.integration
@@ -52,12 +58,6 @@ def kafka(zk: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iter
                            per_broker={1: {"log.segment.delete.delay.ms": str(DELETE_DELAY_MS)}})
     with cluster.running():
         yield cluster
-
-
-@pytest.fixture(autouse=True)
-def _all_brokers_up(kafka: KafkaCluster) -> None:
-    for broker_id in kafka.brokers:
-        kafka.start_broker(broker_id)
 
 
 def zk_config(zk: ZooKeeperServer) -> MetadataConfig:
@@ -85,17 +85,6 @@ def classes_of(kafka: KafkaCluster, broker_id: int, image: MetadataImage, *, now
         verdict = classify(f, image, copies=copies, config=DetectConfig(), now=now or datetime.now(timezone.utc))
         out.setdefault((f.topic or "", -1 if f.partition is None else f.partition, f.kind), []).append(verdict)
     return out
-
-
-def create(kafka: KafkaCluster, topic: str, assignment: dict[int, list[int]], values: int = 20) -> None:
-    admin = kafka.admin()
-    try:
-        admin.create_topics([NewTopic(topic, replica_assignments=assignment)])
-        wait_for(f"topic {topic}", lambda: _described(admin, topic) is not None)
-    finally:
-        admin.close()
-    for p in assignment:
-        kafka.produce(topic, [f"{topic}-{p}-{i}".encode() * 20 for i in range(values)], partition=p)
 
 
 def request_delete(kafka: KafkaCluster, topic: str) -> None:
@@ -223,24 +212,11 @@ def test_replaced_broker_finds_the_old_brokers_dirs(kafka: KafkaCluster, zk: Zoo
 
 
 def _plan(kafka: KafkaCluster, zk: ZooKeeperServer, broker_id: int) -> GcPlan:
-    facts, rows = crawl(kafka, broker_id)
-    image = zk_image(zk)
-    copies = live_copies(facts)
-    now = datetime.now(timezone.utc)
-    items = []
-    for f, row in zip(facts, rows, strict=True):
-        cls, why = classify(f, image, copies=copies, config=DetectConfig(), now=now)
-        if C.is_plannable(cls, C.is_protected(f.topic, None)):
-            items.append(PlanItem.model_validate({
-                "item_id": f"b{broker_id}-{f.dir_name}", "broker_id": broker_id, "log_dir": f.log_dir,
-                "dir_name": f.dir_name, "topic": f.topic, "partition": f.partition, "topic_id": f.topic_id,
-                "class": cls, "bytes": row["bytes"], "fingerprint": row["fingerprint"], "directory_id": None,
-                "reason": why}))
+    """The KRaft test's plan builder against the ZooKeeper image; the cluster id from the broker's meta.properties
+    (ZooKeeper mode: Kafka writes it there on first start)."""
     meta = (kafka.brokers[broker_id].log_dirs[0] / "meta.properties").read_text()
     cluster_id = next(line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("cluster.id="))
-    return GcPlan(plan_id=f"zk-{uuid.uuid4().hex[:8]}", cluster="zk", cluster_id=cluster_id,
-                  created_at=now - timedelta(minutes=1), created_by="detector", run_id="zk",
-                  metadata_offset=image.last_offset, items=tuple(items)).with_hash()
+    return _plan_for(kafka, broker_id, image=zk_image(zk), cluster_id=cluster_id)
 
 
 def test_apply_is_refused_while_the_broker_runs_then_applied_with_a_live_zookeeper_recheck(
