@@ -50,3 +50,7 @@ class ExecutorBusy(PipelinesError):
 class HostIOError(PipelinesError):
     """A write on the broker host failed (disk full, I/O error); every completed step is journalled, so a rerun
     resumes where it stopped."""
+
+
+class SourceUnavailable(PipelinesError):
+    """A configured controller metadata service (ZooKeeper) cannot be reached or read."""

@@ -86,7 +86,7 @@ MUTATIONS = [
     Mutation("protection skipped", E + "preconditions.py", "    if hit is not None:", "    if False:"),
     Mutation(
         "protection by disk name only",
-        E + "controller_view.py",
+        E + "controller_check.py",
         "        if topic is not None:\n            names.add",
         "        if False:\n            names.add",
     ),
@@ -96,10 +96,10 @@ MUTATIONS = [
         "    if reason is not None:\n        raise ItemSkipped(reason",
         "    if False:\n        raise ItemSkipped(reason",
     ),
-    Mutation("adding_replicas ignored", E + "controller_view.py", " or broker_id in part.adding_replicas", ""),
+    Mutation("adding_replicas ignored", E + "controller_check.py", " or broker_id in part.adding_replicas", ""),
     Mutation(
         "incomplete image treated as complete",
-        E + "controller_view.py",
+        E + "controller_check.py",
         '            if topic is None and not image.complete:\n                return (f"topic id',
         '            if False:\n                return (f"topic id',
     ),
@@ -127,7 +127,7 @@ MUTATIONS = [
     Mutation("plan claims not re-checked at apply", E + "apply.py", "    rules.check_plan(plan, config.policy)\n", ""),
     Mutation(
         "metadata kind none allowed",
-        E + "controller_view.py",
+        E + "controller_check.py",
         '    if metadata.kind == "none":',
         '    if metadata.kind == "never":',
     ),

@@ -25,6 +25,7 @@ FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (errors.PreconditionFailed, PRECONDITION),
     (errors.DecodeError, DECODE),
     (errors.ReplayError, DECODE),
+    (errors.SourceUnavailable, UNREADABLE),
     (errors.PipelinesError, FAILED),
     (FileNotFoundError, UNREADABLE),
     (PermissionError, UNREADABLE),

@@ -139,7 +139,7 @@ def _dump_records(path: str, result: ReplayResult, options: dict[str, str]) -> N
 
 @click.group("metadata")
 def metadata() -> None:
-    """Read KRaft controller metadata (__cluster_metadata-0, snapshots, segments)."""
+    """Read controller metadata: KRaft (__cluster_metadata-0, snapshots, segments) and ZooKeeper (dump-zk)."""
 
 
 @metadata.command("show")
@@ -184,3 +184,56 @@ def show(path: str, as_json: bool, records: bool, storage_option: tuple[str, ...
         click.echo(json.dumps(show_json(result), indent=2))
     else:
         click.echo(render_text(result), nl=False)
+
+
+@metadata.command("dump-zk")
+@click.option("--zookeeper-connect", "connect", metavar="HOST:PORT[,...][/CHROOT]",
+              help="The ensemble to read (default: metadata.zookeeper_connect of --config).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Take zookeeper_connect, zookeeper_timeout_ms, zookeeper_tls and zookeeper_auth from this config.")
+@click.option("--out", required=True, metavar="FILE",
+              help="Where the JSON dump goes (path or fsspec URL; - for stdout).")
+@click.option("--storage-option", "storage_option", multiple=True, metavar="KEY=VALUE",
+              help="fsspec storage option for a remote FILE (repeatable).")
+def dump_zk(connect: str | None, config_path: str | None, out: str, storage_option: tuple[str, ...]) -> None:
+    """Read a ZooKeeper-mode cluster's Kafka znodes (read-only) into a dump file for `metadata.kind: zookeeper`.
+
+    Exits 0 on success, 3 when ZooKeeper cannot be reached or FILE cannot be written, 4 for a bad connect string or
+    config.
+    """
+    import fsspec
+    from pydantic import ValidationError
+
+    from pipelines.config.load import load_config
+    from pipelines.config.models import MetadataConfig
+    from pipelines.errors import ConfigError
+    from pipelines.metadata.zookeeper_source import image_from_znodes
+    from pipelines.metadata.zookeeper_znodes import read_live
+
+    base = load_config(config_path).metadata if config_path else MetadataConfig(kind="none")
+    connect = connect or base.zookeeper_connect
+    if not connect:
+        raise ConfigError("metadata dump-zk: give --zookeeper-connect or a --config with metadata.zookeeper_connect")
+    try:
+        config = MetadataConfig(kind="zookeeper", zookeeper_connect=connect,
+                                zookeeper_timeout_ms=base.zookeeper_timeout_ms, zookeeper_tls=base.zookeeper_tls,
+                                zookeeper_auth=base.zookeeper_auth)
+    except ValidationError as exc:
+        raise ConfigError(f"metadata dump-zk: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+    snapshot = read_live(config)
+    text = snapshot.to_json()
+    if out == "-":
+        click.echo(text, nl=False)
+    else:
+        try:
+            with fsspec.open(out, "wt", encoding="utf-8", **storage_options(storage_option)) as f:
+                f.write(text)
+        except OSError as exc:
+            click.echo(f"logdir-gc metadata dump-zk: cannot write {out}: {exc.strerror or exc}", err=True)
+            sys.exit(UNREADABLE)
+    image, _events, _notes = image_from_znodes(snapshot)
+    click.echo(f"{len(snapshot.znodes)} znodes from {connect}: {len(image.topics) + len(image.topics_without_id)} "
+               f"topics ({len(image.topics_without_id)} without a topic id), {len(image.brokers)} brokers, "
+               f"{len(image.topic_deletions)} deletions queued; last zxid {snapshot.last_zxid}"
+               + ("" if image.complete else "; INCOMPLETE: " + "; ".join(image.incomplete_reasons)),
+               err=out == "-")

@@ -5,6 +5,7 @@ Files are passed by explicit path (``--config FILE``); nothing is searched for i
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -30,12 +31,58 @@ class BrokerConfig(_Strict):
     inventory: str | None = Field(default=None, description="URL of a `logdir-gc inventory` file to ingest instead")
 
 
+#: ``host:port[,host:port...][/chroot]``, as Kafka's ``zookeeper.connect`` (IPv6 hosts in brackets).
+ZOOKEEPER_CONNECT = re.compile(r"(?:[^,/:\s]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}(?:,(?:[^,/:\s]+|\[[0-9A-Fa-f:.]+\]):\d{1,5})*"
+                               r"(?:/[^\s/]+(?:/[^\s/]+)*)?")
+
+
+class ZooKeeperTlsConfig(_Strict):
+    """TLS to ZooKeeper's secure client port (kazoo's ``use_ssl``); files are PEM."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    key_password_env: str | None = Field(default=None, description="environment variable holding the key password")
+    verify_certs: bool = True
+    check_hostname: bool = True
+
+
+class ZooKeeperAuthConfig(_Strict):
+    """``digest``: ZooKeeper's digest ACL scheme (addauth); ``DIGEST-MD5``/``GSSAPI``: SASL (pure-sasl)."""
+
+    mechanism: Literal["digest", "DIGEST-MD5", "GSSAPI"]
+    username: str | None = None
+    password_env: str | None = Field(default=None, description="environment variable holding the password")
+    service: str | None = Field(default=None, description="GSSAPI service name (default zookeeper)")
+    principal: str | None = Field(default=None, description="GSSAPI client principal")
+
+    @model_validator(mode="after")
+    def _credentials(self) -> ZooKeeperAuthConfig:
+        if self.mechanism != "GSSAPI" and not (self.username and self.password_env):
+            raise ValueError(f"zookeeper_auth mechanism {self.mechanism} needs username and password_env")
+        return self
+
+
 class MetadataConfig(_Strict):
-    kind: Literal["metadata_log", "topics_describe", "admin", "none"] = "metadata_log"
-    source: str | None = Field(default=None, description="URL of __cluster_metadata-0 (or a snapshot/segment), or a"
-                               " kafka-topics --describe output file")
+    kind: Literal["metadata_log", "topics_describe", "admin", "zookeeper", "none"] = "metadata_log"
+    source: str | None = Field(default=None, description="URL of __cluster_metadata-0 (or a snapshot/segment), a"
+                               " kafka-topics --describe output file, or a `metadata dump-zk` file")
     storage_options: dict[str, Any] = Field(default_factory=dict)
     bootstrap_servers: str | None = None
+    zookeeper_connect: str | None = Field(default=None, description="host:port[,host:port...][/chroot] of a live"
+                                          " ZooKeeper (read-only)")
+    zookeeper_timeout_ms: int = Field(default=15_000, ge=1, description="connect and request timeout")
+    zookeeper_tls: ZooKeeperTlsConfig | None = None
+    zookeeper_auth: ZooKeeperAuthConfig | None = None
+
+    _durations = field_validator("zookeeper_timeout_ms", mode="before")(_duration)
+
+    @field_validator("zookeeper_connect")
+    @classmethod
+    def _connect(cls, v: str | None) -> str | None:
+        if v is not None and not ZOOKEEPER_CONNECT.fullmatch(v):
+            raise ValueError(f"zookeeper_connect {v!r} is not host:port[,host:port...][/chroot]")
+        return v
 
     @model_validator(mode="after")
     def _source_given(self) -> MetadataConfig:
@@ -43,6 +90,9 @@ class MetadataConfig(_Strict):
             raise ValueError(f"metadata.source is required when metadata.kind is {self.kind}")
         if self.kind == "admin" and not self.bootstrap_servers:
             raise ValueError("metadata.bootstrap_servers is required when metadata.kind is admin")
+        if self.kind == "zookeeper" and bool(self.source) == bool(self.zookeeper_connect):
+            raise ValueError("metadata.kind zookeeper needs exactly one of zookeeper_connect (a live ZooKeeper) or"
+                             " source (a `metadata dump-zk` file)")
         return self
 
 
@@ -60,8 +110,11 @@ class DetectConfig(_Strict):
                                       " controller image has no config for it")
     delete_margin_ms: int = Field(default=3_600_000, description="-delete dirs older than delay + margin are stuck")
     grace_ms: int = Field(default=86_400_000, description="garbage must be this old (metadata event time) to plan")
+    stuck_topic_deletion_ms: int = Field(default=3_600_000, ge=0, description="ZooKeeper mode: a topic queued for"
+                                         " deletion longer than this is reported stuck_topic_deletion")
 
-    _durations = field_validator("file_delete_delay_ms", "delete_margin_ms", "grace_ms", mode="before")(_duration)
+    _durations = field_validator("file_delete_delay_ms", "delete_margin_ms", "grace_ms", "stuck_topic_deletion_ms",
+                                 mode="before")(_duration)
 
     @field_validator("grace_ms")
     @classmethod

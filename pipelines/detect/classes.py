@@ -39,6 +39,14 @@ PENDING_DELETE = "pending_delete"
 STUCK_DELETE = "stuck_delete"
 """A ``-delete`` dir older than file.delete.delay.ms plus the margin: Kafka should have removed it already."""
 
+PENDING_TOPIC_DELETION = "pending_topic_deletion"
+"""ZooKeeper mode: the dir's topic is queued in ``/admin/delete_topics`` and Kafka's controller will finish the
+deletion (it waits while a replica's broker is down or a reassignment runs)."""
+
+STUCK_TOPIC_DELETION = "stuck_topic_deletion"
+"""ZooKeeper mode: the dir's topic has been queued for deletion longer than ``detect.stuck_topic_deletion_ms``; the
+reason names the brokers holding replicas that are not registered, and a reassignment in progress."""
+
 STRAY = "stray"
 """A ``-stray`` dir: Kafka (3.7+) renamed a log it found no owner for and will never delete it itself."""
 
@@ -73,6 +81,8 @@ ALL_CLASSES: tuple[str, ...] = (
     DUPLICATE_REPLICA,
     PENDING_DELETE,
     STUCK_DELETE,
+    PENDING_TOPIC_DELETION,
+    STUCK_TOPIC_DELETION,
     STRAY,
     FUTURE_IN_PROGRESS,
     ABANDONED_FUTURE,
@@ -90,10 +100,13 @@ GARBAGE_CLASSES: frozenset[str] = frozenset(
 """Classes a GC plan may contain (unless the item is ``protected``)."""
 
 NEVER_PLAN: frozenset[str] = frozenset(
-    {OK, WRONG_LOG_DIR, DUPLICATE_REPLICA, PENDING_DELETE, FUTURE_IN_PROGRESS, MISSING_PARTITION_METADATA,
-     CORRUPT_PARTITION_METADATA, UNPARSEABLE_DIR, METADATA_LOG, UNKNOWN}
+    {OK, WRONG_LOG_DIR, DUPLICATE_REPLICA, PENDING_DELETE, PENDING_TOPIC_DELETION, STUCK_TOPIC_DELETION,
+     FUTURE_IN_PROGRESS, MISSING_PARTITION_METADATA, CORRUPT_PARTITION_METADATA, UNPARSEABLE_DIR, METADATA_LOG, UNKNOWN}
 )
 """Classes reported but never planned: live data, Kafka's own work in progress, or needing a human decision.
+
+A topic deletion ZooKeeper still has queued is Kafka's work in progress even when stuck: the controller finishes it
+once the missing broker returns or the reassignment ends; the finding says what it waits for.
 
 ``wrong_log_dir`` is here on purpose: the leftover copy belongs to a replica the controller assigns to this broker
 with the same topic id, and the executor never touches such a replica (a broker with two live copies refuses to

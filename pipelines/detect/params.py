@@ -31,3 +31,8 @@ RESERVED_DIRECTORY_IDS: frozenset[str] = frozenset(str(Uuid(0, i)) for i in rang
 def protected_patterns(config: DetectConfig) -> tuple[str, ...]:
     """The configured full-match regexes plus the ``__`` internal-topic convention."""
     return (*config.protected_topic_patterns, INTERNAL_TOPIC_PATTERN)
+
+
+NO_TOPIC_ID_REASON = ("the controller has this topic without a topic id (created before Kafka 2.8): the image is "
+                      "incomplete for it")
+"""Reason of a dir whose topic the controller (ZooKeeper mode) knows without a topic id (both classifiers)."""

@@ -22,6 +22,7 @@ from pipelines.config.models import DetectConfig
 from pipelines.detect import classes as C
 from pipelines.detect.params import (
     ASSIGNED_DELETE_REASON,
+    NO_TOPIC_ID_REASON,
     PM_MISSING_STATUSES,
     PM_OK,
     RESERVED_DIRECTORY_IDS,
@@ -107,6 +108,12 @@ def rule_metadata_log() -> Rule:
                 _lit_null_ts())
 
 
+def rule_no_topic_id() -> Rule:
+    """ZooKeeper mode: the controller has the dir's topic name without a topic id (a row with a null id)."""
+    return Rule("no_topic_id", F.coalesce(col("c_no_id"), F.lit(False)), F.lit(C.UNKNOWN), F.lit(NO_TOPIC_ID_REASON),
+                _lit_null_ts())
+
+
 def rule_delete() -> Rule:
     limit = col("_delete_delay_ms") + col("_delete_margin_ms")
     age = col("_dir_age_ms")
@@ -154,6 +161,20 @@ def rule_deleted() -> Rule:
                 _reason("topic id ", col("topic_id"), " not in the image",
                         F.when(col("ev_removed_ts").isNull(), F.lit("; no topic_removed event: grace unknown"))),
                 col("ev_removed_ts"))
+
+
+def rule_topic_deletion() -> Rule:
+    """ZooKeeper mode: the dir's topic (same id) is queued for deletion: pending, or stuck past the threshold."""
+    age = _age_ms(col("c_deletion_queued_at"))
+    stuck = age >= col("_stuck_deletion_ms")
+    reason = _reason("topic ", col("c_name"), " queued for deletion ", age.cast("long").cast("string"),
+                     " ms ago (stuck after ", col("_stuck_deletion_ms").cast("string"), " ms); replicas on brokers ",
+                     F.to_json(col("t_replicas")), ", not registered: ",
+                     F.to_json(F.array_except(col("t_replicas"), col("_registered"))),
+                     F.when(col("t_reassigning"), F.lit("; reassignment in progress")))
+    return Rule("topic_deletion", col("c_name").isNotNull() & col("c_deletion_queued_at").isNotNull(),
+                F.when(stuck, F.lit(C.STUCK_TOPIC_DELETION)).otherwise(F.lit(C.PENDING_TOPIC_DELETION)), reason,
+                _lit_null_ts())
 
 
 def rule_out_of_range() -> Rule:
@@ -206,8 +227,8 @@ def rule_duplicate() -> Rule:
 
 
 RULES: tuple[Callable[[], Rule], ...] = (
-    rule_unparseable, rule_metadata_log, rule_delete, rule_missing_metadata, rule_corrupt_metadata,
-    rule_unknown_id, rule_recreated, rule_deleted, rule_out_of_range, rule_reassignment_in_flight,
+    rule_unparseable, rule_metadata_log, rule_no_topic_id, rule_delete, rule_missing_metadata, rule_corrupt_metadata,
+    rule_unknown_id, rule_recreated, rule_deleted, rule_topic_deletion, rule_out_of_range, rule_reassignment_in_flight,
     rule_not_a_replica, rule_assigned_stray, rule_future_in_progress, rule_single_copy, rule_in_assigned_dir,
     rule_wrong_log_dir, rule_duplicate,
 )
@@ -274,8 +295,14 @@ def _joined(
         F.collect_set("directory_id").alias("copy_dir_ids"),
         F.countDistinct("log_dir").alias("copy_count"),
     )
-    by_id = controller_topics.select(col("topic_id"), col("topic").alias("c_name"), "partition_count")
-    by_name = controller_topics.select(col("topic"), col("topic_id").alias("controller_topic_id"))
+    by_id = controller_topics.select(col("topic_id"), col("topic").alias("c_name"), "partition_count",
+                                     col("deletion_queued_at").alias("c_deletion_queued_at"))
+    by_name = controller_topics.select(col("topic"), col("topic_id").alias("controller_topic_id"),
+                                       col("topic_id").isNull().alias("c_no_id"))
+    per_topic_replicas = controller_partitions.where(col("topic_id").isNotNull()).groupBy("topic_id").agg(
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("replicas")))).alias("t_replicas"),
+        (F.max(F.size("adding_replicas") + F.size("removing_replicas")) > 0).alias("t_reassigning"))
+    registered = controller_brokers.agg(F.collect_set("broker_id").alias("_registered"))
     parts = controller_partitions.select(
         "topic_id", "partition", col("partition").alias("p_partition"), "replicas", "adding_replicas",
         "removing_replicas", "directories")
@@ -295,8 +322,10 @@ def _joined(
           .join(b(brokers), ["broker_id"], "left")
           .join(b(per_topic.drop("ev_created_ts", "ev_created_off")), ["topic_id"], "left")
           .join(b(per_partition), ["topic_id", "partition"], "left")
-          .join(b(created), ["controller_topic_id"], "left"))
+          .join(b(created), ["controller_topic_id"], "left")
+          .join(b(per_topic_replicas), ["topic_id"], "left"))
     df = df.crossJoin(b(_image_meta(controller_topics, controller_partitions, controller_brokers)))
+    df = df.crossJoin(b(registered))
     return df.withColumns({
         "ev_partition_ts": F.greatest(col("ev_pl_ts"), col("ev_tl_ts")),
         "ev_partition_off": F.greatest(col("ev_pl_off"), col("ev_tl_off")),
@@ -360,6 +389,7 @@ def detect(
         "_now": F.lit(now).cast("timestamp"),
         "_delete_delay_ms": F.coalesce(col("b_delete_delay_ms"), F.lit(config.file_delete_delay_ms)).cast("long"),
         "_delete_margin_ms": F.lit(config.delete_margin_ms).cast("long"),
+        "_stuck_deletion_ms": F.lit(config.stuck_topic_deletion_ms).cast("long"),
         "_member": _member(),
         "_reassigning": _reassigning(),
         "_assigned_dir": _assigned_dir(),

@@ -27,7 +27,8 @@ from typing import Any
 
 from pipelines.config.models import AppConfig, BrokerConfig
 from pipelines.errors import HostIOError, PipelinesError, PreconditionFailed
-from pipelines.execute.controller_view import ControllerView, load_controller_view
+from pipelines.execute.absence_log import AbsenceLog
+from pipelines.execute.controller_check import ControllerCheck, load_controller_check
 from pipelines.execute.faults import fault_point
 from pipelines.execute.journal import DONE, FAILED, INTENT, SKIPPED, Journal, JournalRecord, fsync_dir, item_state
 from pipelines.execute.locks import executor_lock, kafka_dir_lock
@@ -123,7 +124,7 @@ def quarantine_areas(config: AppConfig, log_dirs: list[str], *, create: bool) ->
 
 def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: int, *, execute: bool = False,
                plan_file: str | Path | None = None, now: datetime | None = None, deadline: float | None = None,
-               controller: ControllerView | None = None) -> ApplyReport:
+               controller: ControllerCheck | None = None) -> ApplyReport:
     """Apply (or, by default, dry-run) the broker's items of an approved plan.
 
     ``deadline`` is a ``time.monotonic()`` value after which no new item is started (pre-start hook budget).
@@ -154,9 +155,11 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
     log_dirs = sorted({i.log_dir.rstrip("/") for i in items})
     for d in log_dirs:
         check_host(plan, broker_id, d, [i for i in items if i.log_dir.rstrip("/") == d])
-    if controller is None:
-        controller = load_controller_view(config.metadata)
     sdir = state_dir(config, broker)
+    absences = AbsenceLog(sdir, broker_id)
+    if controller is None:
+        controller = load_controller_check(config.metadata, absences.read())
+    report.problems += absences.problems
     if not execute:
         journal = Journal(sdir, plan.cluster, broker_id)
         history = journal.last_by_item(plan_id)
@@ -188,6 +191,7 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
                                                 journal, area, broker_id, controller, host))
             journal.write(plan_id, "", "run", DONE, done=report.count("quarantined", "already_done"),
                           skipped=report.count("skipped"), failed=report.count("failed"))
+            absences.add(controller.noticed_absent)
         except OSError as exc:
             raise HostIOError(f"broker {broker_id}: a write on this host failed ({exc.strerror or exc}: "
                               f"{exc.filename or ''}); every completed step is journalled in {sdir}, rerun to "
@@ -201,7 +205,7 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
 
 
 def _survey(items: list[PlanItem], history: dict[str, list[JournalRecord]], broker_id: int,
-            controller: ControllerView, host: HostRules) -> list[ItemOutcome]:
+            controller: ControllerCheck, host: HostRules) -> list[ItemOutcome]:
     """What a run would do to each item now (nothing is changed), checked against the host's budgets over what is
     already quarantined plus what would be, measured on disk. Raises PolicyViolation over budget."""
     outcomes: list[ItemOutcome] = []
@@ -252,7 +256,7 @@ def _fingerprint(path: Path) -> str:
 
 
 def _apply_item(item: PlanItem, plan: GcPlan, content_hash: str, history: list[JournalRecord], journal: Journal,
-                area: QuarantineArea, broker_id: int, controller: ControllerView, host: HostRules) -> ItemOutcome:
+                area: QuarantineArea, broker_id: int, controller: ControllerCheck, host: HostRules) -> ItemOutcome:
     log_dir = item.log_dir.rstrip("/")
     src = Path(log_dir) / item.dir_name
     pid, iid = plan.plan_id, item.item_id

@@ -31,7 +31,7 @@ from pipelines.config.models import MIN_GRACE_FLOOR_MS, AppConfig
 from pipelines.detect import classes as C
 from pipelines.detect.params import protected_patterns
 from pipelines.errors import PreconditionFailed
-from pipelines.execute.controller_view import ControllerView
+from pipelines.execute.controller_check import ControllerCheck
 from pipelines.execute.observe import ItemSkipped, ObservedDir, observe_dir
 from pipelines.kafka.listing import read_regular_file
 from pipelines.kafka.meta_properties import read_meta_properties
@@ -136,7 +136,7 @@ def _consistent(item: PlanItem, d: ObservedDir) -> None:
                           f"{normalise_fingerprint(item.fingerprint)[:12]}…)", "changed")
 
 
-def _protected(d: ObservedDir, controller: ControllerView, patterns: tuple[str, ...]) -> str | None:
+def _protected(d: ObservedDir, controller: ControllerCheck, patterns: tuple[str, ...]) -> str | None:
     tid = None if d.topic_id is None else Uuid.from_string(d.topic_id)
     for name in sorted(controller.names_of(d)) or [None]:
         if C.is_protected(name, tid, patterns):
@@ -144,7 +144,7 @@ def _protected(d: ObservedDir, controller: ControllerView, patterns: tuple[str, 
     return None
 
 
-def verify_item(item: PlanItem, broker_id: int, controller: ControllerView, host: HostRules) -> VerifiedItem:
+def verify_item(item: PlanItem, broker_id: int, controller: ControllerCheck, host: HostRules) -> VerifiedItem:
     """Every per-item precondition, from the disk and the controller only; raises ItemSkipped naming the rule."""
     d = observe_dir(item.log_dir.rstrip("/"), item.dir_name)
     _consistent(item, d)
@@ -154,7 +154,7 @@ def verify_item(item: PlanItem, broker_id: int, controller: ControllerView, host
     reason = controller.assigned(d, broker_id)
     if reason is not None:
         raise ItemSkipped(reason, "assigned_replica")
-    since, why = controller.garbage_since(d)
+    since, why = controller.garbage_since(d, host.now)
     if since is None:
         raise ItemSkipped(f"{d.path}: garbage age unknown ({why}); the grace floor cannot be checked", "min_grace")
     if host.now - since < host.min_grace:

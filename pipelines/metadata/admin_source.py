@@ -31,6 +31,7 @@ from pipelines.kafka.uuid import ZERO, Uuid
 from pipelines.metadata.image import BROKER_RESOURCE, MetadataImage, MetadataProvenance
 from pipelines.metadata.image_delta import MetadataDelta
 from pipelines.metadata.rows import DELETE_DELAY_KEY
+from pipelines.metadata.source import ControllerSource, ControllerView
 
 SOURCE_PREFIX = "admin:"
 
@@ -165,3 +166,15 @@ def image_from_admin(bootstrap_servers: str, **client_options: Any) -> MetadataI
     finally:
         client.close()
     return image_from_admin_responses(source, topics, cluster, configs, failures)
+
+
+class AdminSource(ControllerSource):
+    """``metadata.kind: admin``: a live cluster's admin API (``metadata.bootstrap_servers``)."""
+
+    kind = "admin"
+
+    def load(self) -> ControllerView:
+        assert self.config.bootstrap_servers is not None
+        image = image_from_admin(self.config.bootstrap_servers)
+        notes = ("admin API: current state only, no metadata events", *image.incomplete_reasons)
+        return ControllerView(image, (), image.provenance.source, notes)

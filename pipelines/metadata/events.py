@@ -21,10 +21,12 @@ DIRECTORIES_CHANGED = "directories_changed"
 BROKER_REGISTERED = "broker_registered"
 BROKER_UNREGISTERED = "broker_unregistered"
 BROKER_LOG_DIRS_CHANGED = "broker_log_dirs_changed"
+TOPIC_DELETION_QUEUED = "topic_deletion_queued"
+"""ZooKeeper mode: the topic was queued in ``/admin/delete_topics`` (KRaft deletes at once, with no queue)."""
 
 EVENT_TYPES = (
     TOPIC_CREATED, TOPIC_REMOVED, PARTITION_ADDED, REPLICAS_CHANGED, DIRECTORIES_CHANGED,
-    BROKER_REGISTERED, BROKER_UNREGISTERED, BROKER_LOG_DIRS_CHANGED,
+    BROKER_REGISTERED, BROKER_UNREGISTERED, BROKER_LOG_DIRS_CHANGED, TOPIC_DELETION_QUEUED,
 )
 
 

@@ -117,6 +117,15 @@ class TopicsImage:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicDeletion:
+    """A topic the controller was asked to delete and has not finished deleting (ZooKeeper mode:
+    ``/admin/delete_topics/<topic>``; KRaft deletes at once and never has one). ``queued_ms``: when it was queued."""
+
+    topic: str
+    queued_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Endpoint:
     name: str
     host: str
@@ -196,6 +205,12 @@ class MetadataImage:
     complete: bool = False
     incomplete_reasons: tuple[str, ...] = ("nothing loaded",)
     replay_errors: tuple[ReplayProblem, ...] = ()
+    topic_deletions: Mapping[str, TopicDeletion] = field(default_factory=_empty)
+    """Topics queued for deletion by name (ZooKeeper mode only); they are still in ``topics`` until deleted."""
+    topics_without_id: Mapping[str, TopicImage] = field(default_factory=_empty)
+    """Topics the controller has WITHOUT a topic id (ZooKeeper mode, created before Kafka 2.8 and never given one),
+    by name, each with the zero id: the image cannot tell their directories' ids apart, so it is incomplete for
+    them (their directories are ``unknown``), not for the others."""
 
     @property
     def metadata_version(self) -> int | None:
@@ -217,8 +232,10 @@ class MetadataImage:
 
     def same_state(self, other: MetadataImage) -> bool:
         """Equal content, ignoring provenance, completeness and replay errors."""
-        return (self.features, self.topics, self.brokers, self.configs, self.misc) == (
-            other.features, other.topics, other.brokers, other.configs, other.misc,
+        return (self.features, self.topics, self.brokers, self.configs, self.misc, self.topic_deletions,
+                self.topics_without_id) == (
+            other.features, other.topics, other.brokers, other.configs, other.misc, other.topic_deletions,
+            other.topics_without_id,
         )
 
 

@@ -33,8 +33,9 @@ from pipelines.metadata.events import MetadataEvent
 from pipelines.metadata.image import MetadataImage
 from pipelines.metadata.image_delta import FaultHandler
 from pipelines.metadata.loader import MetadataLoader
+from pipelines.metadata.source import ControllerSource, ControllerView
 
-__all__ = ["FileUse", "ReplayResult", "load_metadata"]
+__all__ = ["FileUse", "MetadataLogSource", "ReplayResult", "load_metadata"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,3 +293,14 @@ def _load(run: _Run, src: _Source, url_or_path: str, snapshot: str) -> ReplayRes
     if not run.read_any:
         run.reasons.append(f"{name}: no records")
     return run.result(complete_ok=start == 0)
+
+
+class MetadataLogSource(ControllerSource):
+    """``metadata.kind: metadata_log``: a copy of a controller's ``__cluster_metadata-0`` (any fsspec URL)."""
+
+    kind = "metadata_log"
+
+    def load(self) -> ControllerView:
+        assert self.config.source is not None
+        result = load_metadata(self.config.source, self.config.storage_options or None)
+        return ControllerView(result.image, result.events, self.config.source, result.notes + result.errors)

@@ -33,15 +33,20 @@ def file_delete_delay_ms(image: MetadataImage, broker_id: int | None) -> int | N
 
 
 def image_rows(image: MetadataImage, *, run_id: str, cluster: str, source: str) -> dict[str, list[dict[str, Any]]]:
-    """``{"controller_topics": [...], "controller_partitions": [...], "controller_brokers": [...]}``."""
+    """``{"controller_topics": [...], "controller_partitions": [...], "controller_brokers": [...]}``.
+
+    Topics without a topic id (ZooKeeper mode) get rows with a null ``topic_id``.
+    """
     meta = {"metadata_offset": image.last_offset, "image_complete": image.complete, "source": source}
     run = {"run_id": run_id, "cluster": cluster}
     topics: list[dict[str, Any]] = []
     partitions: list[dict[str, Any]] = []
-    for topic in sorted(image.topics.by_id.values(), key=lambda t: t.name):
-        topic_id = str(topic.topic_id)
+    with_id = [(str(t.topic_id), t) for t in image.topics.by_id.values()]
+    without_id = [(None, t) for t in image.topics_without_id.values()]
+    for topic_id, topic in sorted(with_id + without_id, key=lambda pair: pair[1].name):
+        deletion = image.topic_deletions.get(topic.name)
         topics.append({**run, "topic_id": topic_id, "topic": topic.name, "partition_count": len(topic.partitions),
-                       **meta})
+                       **meta, "deletion_queued_at": None if deletion is None else ms_to_datetime(deletion.queued_ms)})
         for p in sorted(topic.partitions.values(), key=lambda x: x.partition):
             partitions.append({
                 **run, "topic_id": topic_id, "topic": topic.name, "partition": p.partition,

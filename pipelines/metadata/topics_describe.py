@@ -19,6 +19,7 @@ from pipelines.errors import DecodeError
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata.image import TOPIC_RESOURCE, MetadataImage, MetadataProvenance
 from pipelines.metadata.image_delta import MetadataDelta
+from pipelines.metadata.source import ControllerSource, ControllerView
 
 SOURCE = "topics_describe"
 
@@ -84,3 +85,18 @@ def parse_topics_describe(text: str, *, complete: bool = False) -> tuple[Metadat
     if problems and complete:
         reasons = ("topics describe output had unparseable lines",)
     return image.with_completeness(complete and not problems, reasons), tuple(problems)
+
+
+class TopicsDescribeSource(ControllerSource):
+    """``metadata.kind: topics_describe``: a ``kafka-topics.sh --describe`` output file covering every topic."""
+
+    kind = "topics_describe"
+
+    def load(self) -> ControllerView:
+        import fsspec
+
+        assert self.config.source is not None
+        with fsspec.open(self.config.source, "rt", encoding="utf-8", **self.config.storage_options) as f:
+            text = f.read()
+        image, problems = parse_topics_describe(text, complete=True)
+        return ControllerView(image, (), self.config.source, problems)

@@ -75,6 +75,12 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
     from pipelines.metadata import event_rows, image_rows
 
     view = view or load_controller_view(config.metadata)
+    if view.removals_seen_at_ms is not None and store.exists("metadata_events"):  # ZooKeeper keeps no history
+        from pipelines.metadata.source import removed_topic_events
+
+        history = store.read_rows("metadata_events", {"cluster": config.cluster,
+                                                      "event": ["topic_created", "topic_removed"]})
+        view = view.with_events(removed_topic_events(history, view))
     rows = image_rows(view.image, run_id=run_id, cluster=config.cluster, source=view.source)
     for table, table_rows in rows.items():
         store.overwrite_partition(table, {"run_id": run_id}, table_rows)

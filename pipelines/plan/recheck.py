@@ -29,13 +29,14 @@ from pipelines.detect import classes as C
 from pipelines.detect.params import (
     ASSIGNED_DELETE_REASON,
     DELETE_DELAY_CONFIG_KEY,
+    NO_TOPIC_ID_REASON,
     PM_MISSING_STATUSES,
     PM_OK,
     RESERVED_DIRECTORY_IDS,
     protected_patterns,
 )
 from pipelines.kafka.uuid import METADATA_TOPIC_ID, Uuid
-from pipelines.metadata.image import MetadataImage, PartitionImage
+from pipelines.metadata.image import MetadataImage, PartitionImage, TopicDeletion, TopicImage
 
 __all__ = [
     "ASSIGNED_REPLICA",
@@ -204,6 +205,20 @@ def _delete_delay_ms(image: MetadataImage, broker_id: int, config: DetectConfig)
     return config.file_delete_delay_ms
 
 
+def _topic_deletion(image: MetadataImage, topic: TopicImage, deletion: TopicDeletion, config: DetectConfig,
+                    now: datetime) -> tuple[str, str]:
+    """A topic queued for deletion (ZooKeeper): pending, or stuck past the threshold, with what it waits for."""
+    age_ms = int((now.timestamp() * 1000) - deletion.queued_ms)
+    stuck = age_ms >= config.stuck_topic_deletion_ms
+    holders = sorted({b for p in topic.partitions.values() for b in p.replicas})
+    offline = [b for b in holders if b not in image.brokers]
+    reassigning = any(p.adding_replicas or p.removing_replicas for p in topic.partitions.values())
+    reason = (f"topic {topic.name} queued for deletion {age_ms} ms ago (stuck after {config.stuck_topic_deletion_ms}"
+              f" ms); replicas on brokers [{','.join(map(str, holders))}], not registered: "
+              f"[{','.join(map(str, offline))}]" + ("; reassignment in progress" if reassigning else ""))
+    return (C.STUCK_TOPIC_DELETION if stuck else C.PENDING_TOPIC_DELETION), reason
+
+
 def _by_kind(kind: str, base: str) -> str:
     return {"stray": C.STRAY, "future": C.ABANDONED_FUTURE}.get(kind, base)
 
@@ -216,6 +231,8 @@ def classify(
         return C.UNPARSEABLE_DIR, "name does not parse; Kafka would refuse to start"
     if f.kind == "metadata":
         return C.METADATA_LOG, "KRaft metadata log"
+    if f.topic is not None and f.topic in image.topics_without_id:
+        return C.UNKNOWN, NO_TOPIC_ID_REASON
     if f.kind == "delete":
         limit = _delete_delay_ms(image, f.broker_id, config) + config.delete_margin_ms
         if f.dir_mtime is None:
@@ -241,6 +258,9 @@ def classify(
         if named is not None:
             return _by_kind(f.kind, C.RECREATED_TOPIC), f"name {f.topic} now has id {named.topic_id}"
         return _by_kind(f.kind, C.DELETED_TOPIC), f"topic id {f.topic_id} not in the image"
+    deletion = image.topic_deletions.get(topic.name)
+    if deletion is not None:
+        return _topic_deletion(image, topic, deletion, config, now)
     part = topic.partitions.get(f.partition) if f.partition is not None else None
     if part is None:
         return _by_kind(f.kind, C.PARTITION_OUT_OF_RANGE), f"{topic.name} has {len(topic.partitions)} partitions"

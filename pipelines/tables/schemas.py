@@ -138,7 +138,10 @@ _META = (("metadata_offset", "long", "last replayed metadata offset"), ("image_c
 
 CONTROLLER_TOPICS = _t(
     "controller_topics", "Topics in the controller image, per run.", ("run_id",),
-    *_RUN, ("topic_id", "string"), ("topic", "string"), ("partition_count", "int"), *_META,
+    *_RUN, ("topic_id", "string", "null for a ZooKeeper-mode topic that has no topic id"), ("topic", "string"),
+    ("partition_count", "int"), *_META,
+    ("deletion_queued_at", "timestamp", "ZooKeeper mode: when the topic was queued in /admin/delete_topics; null if"
+     " it is not"),
 )
 
 CONTROLLER_PARTITIONS = _t(

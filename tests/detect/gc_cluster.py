@@ -58,6 +58,7 @@ class Cluster:
     registered_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
     dirs: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    deletions: dict[str, datetime] = field(default_factory=dict)  # ZooKeeper mode: topic -> queued at
 
     # -- description --------------------------------------------------------------------------------------------
     def broker(self, broker_id: int, *log_dirs: tuple[str, str | None], registered: tuple[str, ...] | None = None,
@@ -69,8 +70,14 @@ class Cluster:
             self.delete_delay_ms[broker_id] = delete_delay_ms
         return self
 
-    def topic(self, name: str, topic_id: str, **parts: Part) -> Cluster:
+    def topic(self, name: str, topic_id: str | None, **parts: Part) -> Cluster:
+        """``topic_id`` None: a ZooKeeper-mode topic without an id."""
         self.topics[name] = (topic_id, {int(k[1:]): v for k, v in parts.items()})
+        return self
+
+    def queue_deletion(self, name: str, at: datetime) -> Cluster:
+        """ZooKeeper mode: the topic is queued in ``/admin/delete_topics`` since ``at``."""
+        self.deletions[name] = at
         return self
 
     def dir(self, broker_id: int, log_dir: str, dir_name: str, *, kind: str = "live", topic: str | None = None,
@@ -109,7 +116,8 @@ class Cluster:
                 for b, dirs in self.brokers.items() for ld, d in dirs.items()]
 
     def topics_rows(self) -> list[dict[str, Any]]:
-        return [full_row(CONTROLLER_TOPICS, topic_id=tid, topic=name, partition_count=len(parts), **self._meta())
+        return [full_row(CONTROLLER_TOPICS, topic_id=tid, topic=name, partition_count=len(parts), **self._meta(),
+                         deletion_queued_at=self.deletions.get(name))
                 for name, (tid, parts) in self.topics.items()]
 
     def partitions_rows(self) -> list[dict[str, Any]]:
@@ -148,18 +156,22 @@ class Cluster:
             MetadataImage,
             MetadataProvenance,
             PartitionImage,
+            TopicDeletion,
             TopicImage,
             TopicsImage,
         )
 
-        topics = {}
+        topics, without_id = {}, {}
         for name, (tid, parts) in self.topics.items():
             pimgs = {
                 p: PartitionImage(p, part.replicas, part.replicas, part.removing, part.adding, part.replicas[0], 0, 0,
                                   tuple(Uuid.from_string(d) for d in self._dirs_of(part)))
                 for p, part in parts.items()
             }
-            topics[name] = TopicImage(Uuid.from_string(tid), name, MappingProxyType(pimgs))
+            if tid is None:
+                without_id[name] = TopicImage(MIGRATING, name, MappingProxyType(pimgs))  # the zero id
+            else:
+                topics[name] = TopicImage(Uuid.from_string(tid), name, MappingProxyType(pimgs))
         brokers = {b: BrokerImage(b, 1, False, False, tuple(Uuid.from_string(d) for d in self.registered_dirs[b]))
                    for b in self.brokers}
         configs = {(BROKER_RESOURCE, str(b)): MappingProxyType({"log.segment.delete.delay.ms": str(v)})
@@ -171,4 +183,7 @@ class Cluster:
             configs=ConfigsImage(MappingProxyType(configs)),
             complete=self.complete,
             incomplete_reasons=() if self.complete else ("log tail missing",),
+            topic_deletions=MappingProxyType({n: TopicDeletion(n, int(at.timestamp() * 1000))
+                                              for n, at in self.deletions.items()}),
+            topics_without_id=MappingProxyType(without_id),
         )

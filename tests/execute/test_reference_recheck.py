@@ -10,7 +10,7 @@ import pytest
 
 from pipelines import native
 from pipelines.config.models import MetadataConfig
-from pipelines.execute.controller_view import load_controller_view
+from pipelines.execute.controller_check import load_controller_check
 from pipelines.kafka.metadata_native import MODULE
 from pipelines.metadata import load_metadata
 
@@ -38,7 +38,7 @@ def test_executor_recheck_never_loads_the_compiled_decoder(monkeypatch: pytest.M
     load_metadata(str(METADATA))
     assert MODULE in loaded  # the planner's replay does use it: the check below can fail
     loaded.clear()
-    view = load_controller_view(MetadataConfig(kind="metadata_log", source=str(METADATA)))
+    view = load_controller_check(MetadataConfig(kind="metadata_log", source=str(METADATA)))
     assert view.image.topics.by_id  # the fixture cluster's topics were replayed
     assert MODULE not in loaded
     assert native.load(MODULE) is not None  # the block ended: compiled code is back for everyone else

@@ -32,7 +32,7 @@ from pipelines.errors import ExecutorBusy, PlanError, PreconditionFailed
 from pipelines.execute import apply as apply_module
 from pipelines.execute.apply import apply_plan
 from pipelines.execute.confine import ConfinementError, confined_child
-from pipelines.execute.controller_view import load_controller_view
+from pipelines.execute.controller_check import load_controller_check
 from pipelines.execute.purge import purge
 from pipelines.execute.restore import restore
 from pipelines.plan import approval
@@ -193,7 +193,7 @@ def test_metadata_sources_the_executor_cannot_re_read_refuse_the_run(tmp_path: P
         "bootstrap_servers": "127.0.0.1:9"}
     metadata = {"kind": kind, **source}
     with pytest.raises(PreconditionFailed, match="cannot be re-read by the executor"):
-        load_controller_view(MetadataConfig.model_validate(metadata))
+        load_controller_check(MetadataConfig.model_validate(metadata))
     w = build_world(tmp_path, metadata=metadata)
     with pytest.raises(PreconditionFailed, match="cannot be re-read by the executor"):
         apply_plan(w.config, w.store, "plan-1", 1, execute=True)

@@ -1,4 +1,5 @@
-"""A KRaft cluster on 127.0.0.1 from Apache Kafka's own jars: one controller JVM and N broker JVMs with JBOD.
+"""A KRaft cluster on 127.0.0.1 from Apache Kafka's own jars: one controller JVM and N broker JVMs with JBOD; or,
+with ``zookeeper=`` (Kafka 3.x only), a ZooKeeper-mode cluster of N brokers (the controller is one of them).
 
 Each node is ``java -cp <jars> kafka.Kafka server.properties`` in its own process group, logging to
 ``<root>/logs/<node>.out``. ``start()`` formats storage with Kafka's storage tool and waits until every broker is
@@ -122,9 +123,11 @@ class KafkaCluster:
         dirs_per_broker: int = 2,
         broker_config: Mapping[str, str] | None = None,
         per_broker: Mapping[int, Mapping[str, str]] | None = None,
+        zookeeper: str | None = None,
     ) -> None:
         self.root = root
         self.jars = jars
+        self.zookeeper = zookeeper  # ``host:port/chroot``: ZooKeeper mode, no controller JVM, nothing to format
         self.cluster_id = random_cluster_id()
         self.major = int(jars.version.split(".")[0])
         (root / "logs").mkdir(parents=True, exist_ok=True)
@@ -151,7 +154,15 @@ class KafkaCluster:
         """The controller's ``__cluster_metadata-0``."""
         return self.controller.log_dirs[0] / "__cluster_metadata-0"
 
+    @property
+    def nodes(self) -> list[Node]:
+        """Every JVM of the cluster: the KRaft controller (not in ZooKeeper mode) and the brokers."""
+        return [*([] if self.zookeeper else [self.controller]), *self.brokers.values()]
+
     def _common(self) -> dict[str, str]:
+        if self.zookeeper:
+            return {"zookeeper.connect": self.zookeeper, "zookeeper.session.timeout.ms": "6000",
+                    "num.network.threads": "1", "num.io.threads": "2", "background.threads": "2"}
         return {
             "controller.quorum.voters": f"{CONTROLLER_ID}@127.0.0.1:{self.controller.port}",
             "controller.listener.names": "CONTROLLER",
@@ -163,14 +174,14 @@ class KafkaCluster:
 
     def _properties(self, node: Node) -> dict[str, str]:
         props = self._common()
-        props["node.id"] = str(node.node_id)
+        props["broker.id" if self.zookeeper else "node.id"] = str(node.node_id)
         props["log.dirs"] = ",".join(str(d) for d in node.log_dirs)
         if node.role == "controller":
             props |= {"process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
                       "metadata.log.segment.ms": "3600000"}
             return props
         props |= {
-            "process.roles": "broker",
+            **({} if self.zookeeper else {"process.roles": "broker"}),
             "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -241,13 +252,14 @@ class KafkaCluster:
 
     def start(self, timeout: float = 240.0) -> None:
         """Format every node, start the controller then the brokers, and wait until all brokers are registered."""
-        nodes = [self.controller, *self.brokers.values()]
-        for n in nodes:
-            self.format(n)
-        self._spawn(self.controller)
+        if not self.zookeeper:
+            for n in self.nodes:
+                self.format(n)
+            self._spawn(self.controller)
         for b in self.brokers.values():
             self._spawn(b)
-        self._wait_port(self.controller, timeout)
+        if not self.zookeeper:
+            self._wait_port(self.controller, timeout)
         for b in self.brokers.values():
             self._wait_port(b, timeout)
         self.wait_brokers(set(self.brokers), timeout)
@@ -292,6 +304,17 @@ class KafkaCluster:
         self._wait_port(node, timeout)
         self.wait_brokers({b for b, n in self.brokers.items() if n.running}, timeout)
 
+    def renumber_broker(self, old: int, new: int) -> None:
+        """ZooKeeper mode: a stopped broker comes back as a new broker id on the same disks (a replaced host), its
+        ``meta.properties`` rewritten to the new id as an operator does."""
+        node = self.brokers.pop(old)
+        assert not node.running and self.zookeeper
+        for d in node.log_dirs:
+            meta = d / "meta.properties"
+            meta.write_text(meta.read_text().replace(f"broker.id={old}", f"broker.id={new}"))
+        conf, logs = self.root / "conf" / f"broker{new}.properties", self.root / "logs" / f"broker{new}.out"
+        self.brokers[new] = Node(new, "broker", free_port(), node.log_dirs, conf, logs, node.overrides)
+
     def _kill(self, node: Node) -> None:
         if node.proc is None:
             return
@@ -301,7 +324,7 @@ class KafkaCluster:
 
     def close(self) -> None:
         """Stop everything: brokers by SIGTERM (short wait), then SIGKILL of each remaining process group."""
-        nodes = [*self.brokers.values(), self.controller]
+        nodes = self.nodes[::-1]
         for n in nodes:
             if n.running:
                 assert n.proc is not None
@@ -316,7 +339,7 @@ class KafkaCluster:
 
     def log_tails(self, lines: int = 30) -> str:
         parts = []
-        for n in [self.controller, *self.brokers.values()]:
+        for n in self.nodes:
             parts.append(f"----- {n.log.name} (running={n.running}) -----\n{tail(n.log, lines)}")
         return "\n".join(parts)
 

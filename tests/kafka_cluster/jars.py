@@ -1,4 +1,5 @@
-"""Apache Kafka's own jars from Maven Central, resolved with ``mvn`` into ``.cache/kafka/<version>/`` (cached).
+"""Apache Kafka's own jars from Maven Central, resolved with ``mvn`` into ``.cache/kafka/<version>/`` (cached), and
+the ZooKeeper server's into ``.cache/zookeeper/<version>/``.
 
 A generated minimal pom lists the server and tool artifacts; ``mvn dependency:copy-dependencies`` copies them with
 their runtime dependencies into ``.cache/kafka/<version>/lib``. A ``.complete`` marker makes the second call
@@ -40,8 +41,20 @@ class JarsUnavailable(RuntimeError):
     """Maven or Java is missing, or the artifacts could not be resolved."""
 
 
+#: The standalone ZooKeeper server the ZooKeeper-mode tests run (Kafka 3.9's own client is 3.8.x; a 3.9 server
+#: serves it).
+ZOOKEEPER = "3.9.4"
+#: What the server's pom leaves to the user ("provided"): metrics, snappy (snapshots) and an slf4j 2 backend.
+ZOOKEEPER_EXTRAS = (("io.dropwizard.metrics", "metrics-core", "4.2.30"),
+                    ("org.xerial.snappy", "snappy-java", "1.1.10.7"), ("org.slf4j", "slf4j-simple", "2.0.13"))
+
+
 def _pom(version: str) -> str:
     deps = [("org.apache.kafka", a, version) for a in ARTIFACTS] + list(LOGGING[version.split(".")[0]])
+    return _pom_of(f"kafka-jars-{version}", deps)
+
+
+def _pom_of(artifact: str, deps: list[tuple[str, str, str]]) -> str:
     body = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in deps
@@ -50,7 +63,7 @@ def _pom(version: str) -> str:
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>local.logdirgc</groupId>
-  <artifactId>kafka-jars-{version}</artifactId>
+  <artifactId>{artifact}</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
   <dependencies>
@@ -100,18 +113,29 @@ class KafkaJars:
 
 def resolve(version: str, *, cache: Path = CACHE, quiet: bool = True) -> KafkaJars:
     """Resolve (once) and return Kafka ``version``'s jars; raises ``JarsUnavailable`` with the reason."""
-    root = cache / version
+    return KafkaJars(version, _resolve(cache / version, _pom(version), "kafka_*.jar", quiet=quiet))
+
+
+def resolve_zookeeper(version: str = ZOOKEEPER, *, quiet: bool = True) -> KafkaJars:
+    """``org.apache.zookeeper:zookeeper``, its runtime dependencies and the extras it leaves to its user into
+    ``.cache/zookeeper/<version>/lib``."""
+    deps = [("org.apache.zookeeper", "zookeeper", version), *ZOOKEEPER_EXTRAS]
+    pom = _pom_of(f"zookeeper-jars-{version}", deps)
+    return KafkaJars(version, _resolve(CACHE.parent / "zookeeper" / version, pom, "zookeeper-*.jar", quiet=quiet))
+
+
+def _resolve(root: Path, pom: str, expect: str, *, quiet: bool) -> Path:
     lib = root / "lib"
     marker = root / ".complete"
-    if marker.exists() and any(lib.glob("kafka_*.jar")):
-        return KafkaJars(version, lib)
+    if marker.exists() and any(lib.glob(expect)):
+        return lib
     if shutil.which("java") is None:
         raise JarsUnavailable("java not on PATH")
     mvn = shutil.which("mvn")
     if mvn is None:
         raise JarsUnavailable("mvn not on PATH")
     root.mkdir(parents=True, exist_ok=True)
-    (root / "pom.xml").write_text(_pom(version))
+    (root / "pom.xml").write_text(pom)
     if lib.exists():
         shutil.rmtree(lib)
     cmd = [mvn, "-B", *(["-q"] if quiet else []), "-f", str(root / "pom.xml"), "dependency:copy-dependencies",
@@ -120,7 +144,7 @@ def resolve(version: str, *, cache: Path = CACHE, quiet: bool = True) -> KafkaJa
     if proc.returncode != 0:
         raise JarsUnavailable(f"{' '.join(cmd)} failed ({proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
     marker.write_text("\n".join(sorted(p.name for p in lib.glob("*.jar"))) + "\n")
-    return KafkaJars(version, lib)
+    return lib
 
 
 def resolve_or_skip(version: str) -> KafkaJars:
@@ -133,9 +157,19 @@ def resolve_or_skip(version: str) -> KafkaJars:
         pytest.skip(f"Kafka {version} jars unavailable: {exc}")
 
 
+def zookeeper_or_skip(version: str = ZOOKEEPER) -> KafkaJars:
+    """Like :func:`resolve_or_skip` for the ZooKeeper server."""
+    import pytest
+
+    try:
+        return resolve_zookeeper(version)
+    except JarsUnavailable as exc:
+        pytest.skip(f"ZooKeeper {version} jars unavailable: {exc}")
+
+
 if __name__ == "__main__":
     import sys
 
-    for v in sys.argv[1:] or [KAFKA_4, KAFKA_3]:
-        jars = resolve(v, quiet=False)
+    for v in sys.argv[1:] or [KAFKA_4, KAFKA_3, "zookeeper"]:
+        jars = resolve_zookeeper(quiet=False) if v == "zookeeper" else resolve(v, quiet=False)
         print(f"{v}: {len(list(jars.lib.glob('*.jar')))} jars in {jars.lib}")

@@ -289,10 +289,12 @@ def test_admin_view_equals_the_replayed_image(kafka: KafkaCluster) -> None:
     assert all(len(b.log_dirs) == 2 for b in image.brokers.values())
 
 
-def _plan_for(kafka: KafkaCluster, broker_id: int) -> GcPlan:
-    """A GC plan of every plannable dir on the broker, built from the crawl rows and the classifier's verdicts."""
+def _plan_for(kafka: KafkaCluster, broker_id: int, *, image: MetadataImage | None = None,
+              cluster_id: str | None = None) -> GcPlan:
+    """A GC plan of every plannable dir on the broker, built from the crawl rows and the classifier's verdicts
+    against ``image`` (default: the replayed metadata log)."""
     facts, rows = crawl(kafka, broker_id)
-    image = kafka.replayed_image()
+    image = image or kafka.replayed_image()
     copies = live_copies(facts)
     now = datetime.now(timezone.utc)
     items = []
@@ -306,7 +308,7 @@ def _plan_for(kafka: KafkaCluster, broker_id: int) -> GcPlan:
             "class": cls, "bytes": row["bytes"], "fingerprint": row["fingerprint"], "directory_id": f.directory_id,
             "reason": why,
         }))
-    return GcPlan(plan_id=f"it-{uuid.uuid4().hex[:8]}", cluster="it", cluster_id=kafka.cluster_id,
+    return GcPlan(plan_id=f"it-{uuid.uuid4().hex[:8]}", cluster="it", cluster_id=cluster_id or kafka.cluster_id,
                   created_at=now - timedelta(minutes=1), created_by="detector", run_id="it",
                   metadata_offset=image.provenance.last_offset, items=tuple(items)).with_hash()
 

@@ -1,4 +1,4 @@
-"""The controller's view the executor re-reads before it acts: assignments, the names ids had, and event times.
+"""The controller check the executor makes before it acts: assignments, the names ids had, and event times.
 
 Every question is asked with what the executor OBSERVED on disk (:class:`~pipelines.execute.observe.ObservedDir`):
 the topic id from ``partition.metadata``, the topic and partition from the directory name. Nothing in a plan item
@@ -11,8 +11,10 @@ is consulted.
   replay the executor did itself: for an id the controller no longer has, its removal and the (re)creation of its
   name; for a partition out of range, the topic's newest event; for a replica moved away, the partition's newest
   event and the topic's own. The replay starts at the OLDEST snapshot on disk so it sees every record Kafka still
-  keeps; an id with no event in it was removed before that snapshot, whose time is then the bound. With no
-  snapshot and no event the age is unknown, and unknown is refused. ``-delete`` dirs are dated by their mtime.
+  keeps; an id with no event in it was removed before that snapshot, whose time is then the bound. A source that
+  keeps no deletion history (ZooKeeper) is bounded by the first time THIS executor saw the id absent
+  (:mod:`pipelines.execute.absence_log`): the first apply that meets it skips it and starts the clock. With none of
+  these the age is unknown, and unknown is refused. ``-delete`` dirs are dated by their mtime.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def _newest(table: dict, key: object, ms: int) -> None:
 
 
 @dataclass(frozen=True)
-class ControllerView:
+class ControllerCheck:
     """A controller image plus the event times the executor dates garbage by."""
 
     image: MetadataImage
@@ -50,10 +52,15 @@ class ControllerView:
     """Newest ``topic_created`` of each topic name."""
     replay_start_ms: int | None = None
     """Time of the snapshot the replay started from; None when it started at offset 0 or from nothing."""
+    first_absent_ms: Mapping[Uuid, int] = field(default_factory=dict)
+    """When this executor first saw each topic id absent from a complete image (its absence log)."""
+    noticed_absent: dict[Uuid, int] = field(default_factory=dict)
+    """Ids seen absent for the first time by this run, for the absence log (filled by :meth:`garbage_since`)."""
 
     @classmethod
     def from_events(cls, image: MetadataImage, events: Iterable[MetadataEvent],
-                    replay_start_ms: int | None = None) -> ControllerView:
+                    replay_start_ms: int | None = None, first_absent_ms: Mapping[Uuid, int] | None = None,
+                    ) -> ControllerCheck:
         level: dict[Uuid, int] = {}
         any_level: dict[Uuid, int] = {}
         part: dict[tuple[Uuid, int], int] = {}
@@ -68,7 +75,7 @@ class ControllerView:
                 _newest(part, (e.topic_id, e.partition), e.timestamp_ms)
             if e.event == TOPIC_CREATED and e.topic is not None:
                 _newest(created, e.topic, e.timestamp_ms)
-        return cls(image, level, any_level, part, created, replay_start_ms)
+        return cls(image, level, any_level, part, created, replay_start_ms, dict(first_absent_ms or {}))
 
     # -- assignment ----------------------------------------------------------------------------------------------
 
@@ -93,6 +100,9 @@ class ControllerView:
             topic = image.topics.by_name.get(d.topic) if d.topic is not None else None
             if topic is None and not image.complete:
                 return "no topic id on disk and the controller image is incomplete; not proven garbage"
+        if d.topic is not None and d.topic in image.topics_without_id:
+            return (f"the controller has topic {d.topic} without a topic id (ZooKeeper, created before Kafka 2.8): "
+                    "which incarnation a dir belongs to cannot be told; never touched")
         if topic is None or d.partition is None:
             return None
         part = topic.partitions.get(d.partition)
@@ -112,7 +122,7 @@ class ControllerView:
 
     # -- grace ---------------------------------------------------------------------------------------------------
 
-    def garbage_since(self, d: ObservedDir) -> tuple[datetime | None, str]:
+    def garbage_since(self, d: ObservedDir, now: datetime) -> tuple[datetime | None, str]:
         """The latest time this dir can have become garbage, and what dates it; (None, why) when unknown."""
         if d.kind == "delete":
             return d.mtime, "-delete dir mtime"
@@ -132,10 +142,13 @@ class ControllerView:
             take(self.topic_any_ms.get(tid), "the topic id's newest event")
             if d.topic is not None:
                 take(self.name_created_ms.get(d.topic), f"the creation of the current {d.topic!r}")
-            if tid not in self.topic_any_ms:
-                if self.replay_start_ms is None:
-                    return None, f"no metadata event for topic id {d.topic_id} and no snapshot to bound it"
-                take(self.replay_start_ms, "the oldest snapshot (removed before it)")
+            if not times:  # removed before anything this source remembers
+                bounds = [ms for ms in (self.replay_start_ms, self.first_absent_ms.get(tid)) if ms is not None]
+                if not bounds:
+                    self.noticed_absent.setdefault(tid, int(now.timestamp() * 1000))
+                    return None, (f"topic id {d.topic_id} is absent from the controller and no event dates its "
+                                  "removal; first seen absent by this executor now, the grace floor counts from here")
+                take(min(bounds), "the oldest snapshot or this executor's first sight of its absence")
         elif d.partition is None or d.partition not in topic.partitions:
             take(self.topic_any_ms.get(tid), "the topic's newest event")
         else:
@@ -146,18 +159,27 @@ class ControllerView:
         return datetime.fromtimestamp(max(times) / 1000, tz=timezone.utc), " and ".join(what)
 
 
-def load_controller_view(metadata: MetadataConfig) -> ControllerView:
-    """Re-read the configured controller metadata now.
+def load_controller_check(metadata: MetadataConfig, first_absent_ms: Mapping[Uuid, int] | None = None,
+                          ) -> ControllerCheck:
+    """Re-read the configured controller metadata now (``metadata_log`` or ``zookeeper``).
 
     Raises:
         PreconditionFailed: no source the executor can re-read, or it cannot be loaded (nothing may be applied).
     """
-    if metadata.kind == "none":
-        raise PreconditionFailed("[controller_recheck] metadata.kind is none: the executor re-checks every item "
-                                 "against the controller before acting; configure metadata_log")
-    if metadata.kind != "metadata_log":
-        raise PreconditionFailed(f"[controller_recheck] metadata.kind {metadata.kind} cannot be re-read by the "
-                                 "executor; use metadata_log")
+    if metadata.kind not in ("metadata_log", "zookeeper"):
+        why = "is none" if metadata.kind == "none" else f"{metadata.kind} cannot be re-read by the executor"
+        raise PreconditionFailed(f"[controller_recheck] metadata.kind {why}: the executor re-checks every item "
+                                 "against the controller before acting; configure metadata_log or zookeeper")
+    if metadata.kind == "zookeeper":  # read-only, live or a dump
+        from pipelines.metadata.zookeeper_source import ZooKeeperSource
+
+        try:
+            view = ZooKeeperSource(metadata).load()
+        except (OSError, PipelinesError) as exc:
+            where = metadata.source or metadata.zookeeper_connect
+            raise PreconditionFailed(f"[controller_recheck] cannot re-read controller metadata from ZooKeeper "
+                                     f"{where}: {exc}") from None
+        return ControllerCheck.from_events(view.image, view.events, None, first_absent_ms)
     if metadata.source is None:
         raise PreconditionFailed("[controller_recheck] metadata.kind metadata_log needs metadata.source")
     from pipelines.metadata import load_metadata
@@ -168,4 +190,4 @@ def load_controller_view(metadata: MetadataConfig) -> ControllerView:
     except (OSError, ValueError, PipelinesError) as exc:
         raise PreconditionFailed(f"[controller_recheck] cannot re-read controller metadata {metadata.source}: "
                                  f"{exc}") from None
-    return ControllerView.from_events(result.image, result.events, result.snapshot_timestamp_ms)
+    return ControllerCheck.from_events(result.image, result.events, result.snapshot_timestamp_ms, first_absent_ms)
