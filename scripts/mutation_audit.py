@@ -126,10 +126,10 @@ MUTATIONS = [
     ),
     Mutation("plan claims not re-checked at apply", E + "apply.py", "    rules.check_plan(plan, config.policy)\n", ""),
     Mutation(
-        "metadata kind none allowed",
+        "metadata kinds without a re-read allowed",
         E + "controller_check.py",
-        '    if metadata.kind == "none":',
-        '    if metadata.kind == "never":',
+        '    if metadata.kind not in ("metadata_log", "zookeeper"):',
+        "    if False:",
     ),
     Mutation(
         "log dir registration not checked", E + "apply.py", '.rstrip("/") not in registered:', '.rstrip("/") in ():'
