@@ -31,7 +31,7 @@ import random
 import tempfile
 import threading
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from pipelines.plan.emit import emit_plan
 from pipelines.plan.model import GcPlan, PlanItem
 from pipelines.simulate import PRESETS, ClusterSpec, generate
 from pipelines.tables import open_store
+from tests.execute.exec_world import backdate_journal
 from tests.safety import gc_world as W
 
 DOCUMENTED = {exit_codes.OK, exit_codes.POLICY, exit_codes.PRECONDITION, exit_codes.BUSY, exit_codes.FAILED,
@@ -245,16 +246,6 @@ def corrupt_quarantine(c: W.Crawled, rng: random.Random, live: list[Path], stats
                     stats["planted"] += 1
 
 
-def backdate_journals(state_dir: Path, hours: float) -> None:
-    for path in state_dir.glob("journal-broker-*.jsonl"):
-        out = []
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            rec["at"] = (datetime.fromisoformat(rec["at"]) - timedelta(hours=hours)).isoformat()
-            out.append(json.dumps(rec, sort_keys=True))
-        path.write_text("".join(f"{line}\n" for line in out))
-
-
 # -- the invariants -------------------------------------------------------------------------------------------------
 
 
@@ -321,7 +312,7 @@ def check_one(spec: ClusterSpec, rng: random.Random, stats: Counter[str]) -> Non
         for b in brokers:
             if rng.random() < 0.5:
                 run("restore", "lying", "--broker", b, "--execute")
-        backdate_journals(state_dir, hours=2)
+        backdate_journal(state_dir, hours=2)
         for b in brokers:
             run("purge", "--broker", b, "--older-than", "1h", "--execute")
         run("apply", "lying", "--broker", rng.choice(brokers), "--execute")
