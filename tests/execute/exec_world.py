@@ -78,6 +78,7 @@ class Topic:
     replicas: tuple[int, ...] = (BROKER, 2)
     adding: tuple[int, ...] = ()
     removed: bool = False
+    adding_in_replicas: bool = True  # as Kafka writes it; False pins a check of adding_replicas on its own
 
 
 def topics_of(live=LIVE, deleted=GARBAGE) -> list[Topic]:
@@ -102,7 +103,8 @@ def write_metadata_log(path: Path, topics: list[Topic], *, now_ms: int | None = 
     for t in topics:
         created.append(Rec("TopicRecord", 0, {"name": t.name, "topic_id": t.topic_id}))
         created += [Rec("PartitionRecord", 0, {
-            "partition_id": p, "topic_id": t.topic_id, "replicas": [*t.replicas, *t.adding], "isr": list(t.replicas),
+            "partition_id": p, "topic_id": t.topic_id, "isr": list(t.replicas),
+            "replicas": [*t.replicas, *t.adding] if t.adding_in_replicas else list(t.replicas),
             "removing_replicas": [], "adding_replicas": list(t.adding), "leader": t.replicas[0], "leader_epoch": 0,
             "partition_epoch": 0}) for p in t.partitions]
     removed = tuple(Rec("RemoveTopicRecord", 0, {"topic_id": t.topic_id}) for t in topics if t.removed)

@@ -155,7 +155,8 @@ def test_a_replica_being_added_to_this_broker_is_never_touched(tmp_path: Path) -
     w = build_world(tmp_path, approve_plan=False)
     live = item_for(w.log_dir, LIVE[0], item_id="live-orders-0")
     approve(w.store, make_plan(w.log_dir, (), items=(*w.plan.items, live), plan_id="adding"), w.config)
-    config = with_metadata(w, [*topics_of(), Topic("orders", str(LIVE[0].resolved_topic_id), (0, 1), (2, 3), (1,))])
+    config = with_metadata(w, [*topics_of(), Topic("orders", str(LIVE[0].resolved_topic_id), (0, 1), (2, 3), (1,),
+                                                    adding_in_replicas=False)])
     report = apply_plan(config, w.store, "adding", 1, execute=True)
     assert _actions(report)["live-orders-0"] == "skipped" and "live replica" in _reasons(report)["live-orders-0"]
     assert (w.log_dir / LIVE[0].dir_name).is_dir()
