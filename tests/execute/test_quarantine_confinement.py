@@ -258,3 +258,28 @@ def test_unknown_plan_is_refused_by_restore(tmp_path: Path) -> None:
     w = _applied(tmp_path)
     with pytest.raises(PlanError, match="no plan 'nope'"):
         restore(w.config, w.store, "nope", 1, execute=True)
+
+
+def test_restore_needs_the_item_in_the_plan_even_with_a_forged_journal(tmp_path: Path) -> None:
+    """Defence in depth against someone who can write the state dir: a planted item dir with a manifest bound to the
+    plan's hash AND a forged ``rename.done`` for it is still refused, because the plan lists no such item."""
+    from pipelines.execute.journal import DONE, Journal
+
+    w = _applied(tmp_path)
+    real_id = next(iter(w.garbage))
+    planted = _area(w) / "planted"
+    planted.mkdir()
+    name = "innocent-0"
+    (planted / name).mkdir()
+    (planted / name / "00000000000000000000.log").write_bytes(b"planted")
+    manifest = json.loads(_manifest(w, real_id).read_text())
+    from pipelines.kafka.logdir import fingerprint_dir
+
+    fp = fingerprint_dir(str(planted / name))
+    manifest.update(item_id="planted", dir_name=name, original_path=str(w.log_dir / name),
+                    quarantined_path=str(planted / name), fingerprint=fp)
+    (planted / "manifest.json").write_text(json.dumps(manifest))
+    Journal(w.state_dir, "c1", 1).write("plan-1", "planted", "rename", DONE, src=str(w.log_dir / name),
+                                        dst=str(planted / name), fingerprint=fp)
+    report = restore(w.config, w.store, "plan-1", 1, execute=True)
+    assert "lists no such item" in report.failed["planted"] and not (w.log_dir / name).exists()
