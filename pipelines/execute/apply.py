@@ -112,7 +112,7 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
         PreconditionFailed: the host is not the one the plan was made for.
         ExecutorBusy: the broker is running or another executor holds the broker's executor lock.
     """
-    plan, record = load_executable_plan(store, plan_id, config.policy, plan_file=plan_file, now=now)
+    plan, record = load_executable_plan(config, store, plan_id, broker_id, plan_file=plan_file, now=now)
     broker = broker_config(config, broker_id)
     registered = {local_path(d) for d in broker.log_dirs}
     report = ApplyReport(plan_id, broker_id, execute)

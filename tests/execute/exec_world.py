@@ -12,13 +12,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kafka"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "signing"))
 
 from logdir_factory import CLUSTER_ID, PartitionSpec, make_log_dir, uuid_for
+from ssh_keys import Keyring
 
 from pipelines.config.models import AppConfig
 from pipelines.kafka.logdir import fingerprint_dir
 from pipelines.plan import approval
 from pipelines.plan.model import GcPlan, PlanItem
+from pipelines.signing.workflow import approve_signed
 from pipelines.tables.rust_engine import RustTableStore
 
 BROKER = 1
@@ -80,20 +83,39 @@ def make_plan(log_dir: Path, specs, *, plan_id: str = "plan-1", author: str = "d
     ).with_hash()
 
 
-def approve(store: RustTableStore, plan: GcPlan, config: AppConfig) -> None:
+def keyring_of(config: AppConfig) -> Keyring:
+    """The keyring whose allowed_signers the config's executor trusts."""
+    assert config.executor.allowed_signers, "a world built with signed=False has no keyring"
+    return Keyring(Path(config.executor.allowed_signers).parent)
+
+
+def approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by: str = "reviewer") -> None:
+    """Register ``plan`` and approve it as ``by``: signed with ``by``'s key when the world is signed."""
     approval.register_plan(store, plan, actor=plan.created_by, policy=config.policy)
-    approval.approve(store, plan.plan_id, by="reviewer", policy=config.policy)
+    if config.executor.require_signatures:
+        approve_signed(store, plan.plan_id, by=by, policy=config.policy, key=keyring_of(config).key(by))
+    else:
+        approval.approve(store, plan.plan_id, by=by, policy=config.policy)
 
 
 def build_world(tmp_path: Path, *, garbage=GARBAGE, live=LIVE, approve_plan: bool = True,
-                node_id: int = BROKER, metadata: dict | None = None) -> World:
+                node_id: int = BROKER, metadata: dict | None = None, signed: bool = True) -> World:
+    """A broker host with a warehouse. ``signed``: the executor requires signatures and trusts the keys of
+    ``reviewer`` and ``detector`` (a keyring under ``tmp_path/trust``); else ``require_signatures: false``."""
     root = tmp_path / "host"
     log_dir = make_log_dir(root / "kafka-logs", node_id=node_id, partitions=[*garbage, *live])
     store = RustTableStore(str(tmp_path / "warehouse"))
+    executor: dict = {"state_dir": str(root / "state"), "require_signatures": signed}
+    if signed:
+        keys = Keyring(tmp_path / "trust")
+        for name in ("reviewer", "detector"):
+            keys.key(name)
+            keys.allow(name, name)
+        executor["allowed_signers"] = str(keys.allowed_signers)
     config = AppConfig.model_validate({
         "cluster": "c1", "warehouse": str(tmp_path / "warehouse"),
         "brokers": [{"broker_id": BROKER, "log_dirs": [str(log_dir)]}],
-        "executor": {"state_dir": str(root / "state")},
+        "executor": executor,
         **({"metadata": metadata} if metadata else {}),
     })
     plan = make_plan(log_dir, garbage)
