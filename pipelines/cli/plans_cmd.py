@@ -12,7 +12,6 @@ import click
 
 from pipelines.cli.exit_codes import POLICY
 from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_options
-from pipelines.config.duration import parse_duration_ms
 from pipelines.config.models import AppConfig
 from pipelines.errors import PlanError
 from pipelines.plan import approval
@@ -150,6 +149,7 @@ def propose(plan_id: str, by: str | None, key: str | None, config_path: str | No
 def approve(plan_id: str, by: str, comment: str, brokers: tuple[int, ...], valid_for: str | None, key: str | None,
             config_path: str | None, warehouse: str | None, as_json: bool) -> None:
     """Approve PLAN_ID's current content by signing it (the approval is bound to its content hash)."""
+    from pipelines.cli.execute_cmd import _duration
     from pipelines.signing.workflow import approve_signed
 
     app = load_app(config_path, warehouse)
@@ -248,11 +248,3 @@ def _row(row: SignatureRow | None) -> dict[str, Any] | None:
     return {"signer": row.signer, "action": row.action, "key_fingerprint": row.key_fingerprint,
             "content_hash": row.content_hash, "statement": row.statement, "at": row.at.isoformat()}
 
-
-def _duration(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return parse_duration_ms(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--valid-for") from None

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pipelines.errors import ConfigError
 
-#: No OpenSSH tool call here waits for a person except a passphrase prompt; this bounds a stuck agent.
+#: Bounds a stuck tool or agent. Signing may wait for a person (passphrase, FIDO touch): :data:`SIGN_TIMEOUT_S`.
 TIMEOUT_S = 60.0
+SIGN_TIMEOUT_S = 600.0
 
 
 class SigningError(ConfigError):
@@ -25,15 +25,14 @@ def tool(name: str) -> str:
     return path
 
 
-def run(name: str, args: Sequence[str], *, stdin: bytes = b"", env: Mapping[str, str] | None = None,
+def run(name: str, args: Sequence[str], *, stdin: bytes = b"", timeout: float = TIMEOUT_S,
         ) -> subprocess.CompletedProcess[bytes]:
     """Run an OpenSSH tool; the result whatever its exit status (callers decide what a failure means)."""
-    environment = {**os.environ, **(env or {})}
     try:
-        return subprocess.run([tool(name), *args], input=stdin, capture_output=True, timeout=TIMEOUT_S,
-                              env=environment, check=False)
+        return subprocess.run([tool(name), *args], input=stdin, capture_output=True, timeout=timeout,
+                              check=False)
     except subprocess.TimeoutExpired:
-        raise SigningError(f"{name} {' '.join(args[:2])} did not finish within {TIMEOUT_S:.0f} s") from None
+        raise SigningError(f"{name} {' '.join(args[:2])} did not finish within {timeout:.0f} s") from None
 
 
 def last_line(data: bytes) -> str:

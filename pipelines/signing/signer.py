@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.signing.envelope import EnvelopeError, read_envelope
-from pipelines.signing.openssh import SigningError, last_line, run
+from pipelines.signing.openssh import SIGN_TIMEOUT_S, SigningError, last_line, run
 from pipelines.signing.statement import NAMESPACE, Statement
 
 
@@ -55,7 +55,8 @@ def sign(statement: Statement, *, key: str | Path | None = None) -> SignedStatem
             key_file = Path(key)
             if not key_file.is_file():
                 raise SigningError(f"--key {key}: no such key file")
-        done = run("ssh-keygen", ["-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key_file)], stdin=statement.to_bytes())
+        done = run("ssh-keygen", ["-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key_file)], stdin=statement.to_bytes(),
+                   timeout=SIGN_TIMEOUT_S)
     if done.returncode != 0:
         raise SigningError(f"ssh-keygen could not sign with {key or 'the agent key'}: {last_line(done.stderr)}")
     armored = done.stdout.decode("ascii", "replace")
