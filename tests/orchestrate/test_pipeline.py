@@ -84,8 +84,9 @@ def test_jobs_run_the_same_steps_and_the_plan_job_signs_with_its_service_key(spa
     for job in (crawl, ingest_metadata, detect):
         job.main(["--config", config_file, "--run-id", "j1"])
     keys = Keyring(tmp_path / "keys")
+    service_key = keys.key("scheduler")
     keys.allow("scheduler", "scheduler")
-    signing = yaml.safe_load(Path(config_file).read_text()) | {"signing": {"service_key": str(keys.key("scheduler"))}}
+    signing = yaml.safe_load(Path(config_file).read_text()) | {"signing": {"service_key": str(service_key)}}
     (tmp_path / "signing.yaml").write_text(yaml.safe_dump(signing))
     plan.main(["--config", str(tmp_path / "signing.yaml"), "--run-id", "j1", "--created-by", "scheduler"])
     store = open_store("rust", load_config(config_file).warehouse)
