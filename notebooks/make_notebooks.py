@@ -59,10 +59,11 @@ REVIEW = [
     new_markdown_cell(
         "# GC plan review\n\n"
         "For an approver: what the plan removes (by class, broker, log dir), the evidence for each item, what "
-        "changed since the cluster's previous plan, and the policy rules that apply. It never approves anything: "
-        "the last cell prints the command to run."),
+        "changed since the cluster's previous plan, the policy rules that apply, and who signed what. It never "
+        "approves anything: the last cell prints the command to run."),
     new_code_cell('warehouse = "warehouse"\ncluster = None\nplan_id = None\napprover = "YOUR_NAME"\n'
-                  "config_path = None\nfigures_out = None", metadata={"tags": ["parameters"]}),
+                  "config_path = None\nallowed_signers = None\nsigning_key = None\nfigures_out = None",
+                  metadata={"tags": ["parameters"]}),
     new_code_cell(SETUP + "\n\nwh = a.open_warehouse(warehouse, cluster)\nrecord = a.plan_record(wh, plan_id)\n"
                   "plan = record.plan()\nprint(f\"{record.plan_id}: {record.status}, {len(plan.items)} items, "
                   "{a.human_bytes(plan.total_bytes)}, run {plan.run_id}, metadata offset {plan.metadata_offset}\")\n"
@@ -82,14 +83,22 @@ REVIEW = [
     new_code_cell("policy, detect_grace_ms = a.review_policy(config_path)\n"
                   "checks = a.policy_checks(plan, policy, detect_grace_ms=detect_grace_ms, approver=approver,\n"
                   "                         existing_approvals=record.approvals)\nchecks"),
+    new_markdown_cell("## Signatures\n\nEach signed proposal, approval and rejection, judged as a broker host "
+                      "trusting `allowed_signers` (default: the config's `executor.allowed_signers`) would judge it; "
+                      "an approval recorded without a signature is `unsigned` and never counts where signatures are "
+                      "required."),
+    new_code_cell("signatures = a.signature_status(wh, record, config_path=config_path, "
+                  "allowed_signers=allowed_signers)\nsignatures"),
     new_markdown_cell("## Decision"),
     new_code_cell("import json\n\nsummary = a.review_summary(record, diff, checks)\n"
                   "print(json.dumps(summary, indent=1))\n"
-                  "commands = a.decision_commands(record, wh.root, approver=approver, config_path=config_path)\n"
+                  "commands = a.decision_commands(record, wh.root, approver=approver, config_path=config_path,\n"
+                  "                              key=signing_key)\n"
                   "print(\"To approve:\\n  \" + commands[\"approve\"])\n"
                   "print(\"To reject:\\n  \" + commands[\"reject\"])\n"
                   "if figures_out:\n    with open(figures_out, \"w\") as fh:\n"
-                  "        json.dump({**summary, \"commands\": commands}, fh)"),
+                  "        json.dump({**summary, \"commands\": commands,\n"
+                  "                   \"signatures\": signatures.to_dict(orient=\"records\")}, fh)"),
 ]
 
 

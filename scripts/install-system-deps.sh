@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System packages the test suite uses, from Debian's packages: an OpenSSH server for the SFTP crawl tests and
-# Chromium to render the HTML report headless.
+# System packages the test suite uses, from Debian's packages: an OpenSSH server for the SFTP crawl tests (it
+# brings the client tools ssh-keygen, ssh-agent and ssh-add, which the signing tests use) and Chromium to render
+# the HTML report headless.
 # Java 17 is expected on the machine (Spark, Delta, the .lock interlock test).
 set -euo pipefail
 need=()

@@ -38,6 +38,7 @@ from pipelines.analytics.review import (
     previous_plan,
     review_policy,
     review_summary,
+    signature_status,
 )
 from pipelines.analytics.trends import (
     bytes_by_version,
@@ -88,6 +89,7 @@ __all__ = [
     "render_report",
     "review_policy",
     "review_summary",
+    "signature_status",
     "table_history",
     "top_topics",
     "unexplained_ledger",

@@ -33,6 +33,7 @@ __all__ = [
     "previous_plan",
     "review_policy",
     "review_summary",
+    "signature_status",
 ]
 
 _ITEM_COLUMNS = ["item_id", "broker_id", "log_dir", "dir_name", "class", "bytes", "topic", "partition", "topic_id",
@@ -212,10 +213,77 @@ def review_summary(record: PlanRecord, diff: pd.DataFrame, checks: pd.DataFrame)
 
 
 def decision_commands(record: PlanRecord, warehouse: str, *, approver: str = "YOUR_NAME",
-                      config_path: str | None = None) -> dict[str, str]:
-    """The exact ``logdir-gc plans approve`` and ``reject`` command lines for this plan (never run here)."""
+                      config_path: str | None = None, key: str | None = None) -> dict[str, str]:
+    """The exact ``logdir-gc plans approve`` and ``reject`` command lines for this plan (never run here); they sign
+    with ``key``, or with the approver's ssh-agent key when ``key`` is None."""
     where = ["--config", config_path] if config_path else ["--warehouse", warehouse]
+    where += ["--key", key] if key else []
     base = ["logdir-gc", "plans"]
     approve = [*base, "approve", record.plan_id, "--by", approver, *where]
     reject = [*base, "reject", record.plan_id, "--by", approver, "--reason", "REASON", *where]
     return {"approve": shlex.join(approve), "reject": shlex.join(reject)}
+
+
+_SIGNATURE_COLUMNS = ["at", "action", "signer", "key_fingerprint", "brokers", "expires_at", "status", "rule",
+                      "reason"]
+
+
+def signature_status(wh: Warehouse, record: PlanRecord, *, config_path: str | None = None,
+                     allowed_signers: str | None = None) -> pd.DataFrame:
+    """Per approval (and proposal, rejection): who signed what, and whether a broker host trusting
+    ``allowed_signers`` (default: the config's ``executor.allowed_signers``) would count it.
+
+    ``status`` is ``counted``, ``author``, ``veto`` or ``not_counted`` (with the rule and reason) as the executor
+    judges it (cluster id and broker coverage taken from the plan, not from a broker's disk); ``unchecked`` when no
+    allowed_signers is known (the signature is then only checked to be an SSHSIG over its statement); ``unsigned``
+    for a recorded approval without any signature, which no executor requiring signatures counts.
+    """
+    from pipelines.config.models import ExecutorConfig
+    from pipelines.signing.decision import HostFacts, judge
+    from pipelines.signing.records import read_signatures
+    from pipelines.signing.trust import load_host_trust
+
+    plan = record.plan()
+    policy, _ = review_policy(config_path)
+    if allowed_signers is None and config_path:
+        from pipelines.config.load import load_config
+
+        allowed_signers = load_config(config_path).executor.allowed_signers
+    rows = read_signatures(wh.store, record.plan_id)
+    out: list[dict[str, Any]] = []
+    if allowed_signers:
+        trust = load_host_trust(ExecutorConfig(allowed_signers=allowed_signers))
+        verdict = judge(plan, rows, trust, HostFacts(plan.cluster, None, None), policy, datetime.now(timezone.utc))
+        out = [_signature_row(v.to_dict()) for v in verdict.signatures]
+    else:
+        out = [_unchecked_row(r) for r in rows]
+    signed = {r["signer"] for r in out if r["action"] == "approve"}
+    out += [{"at": None, "action": "approve", "signer": name, "key_fingerprint": None, "brokers": None,
+             "expires_at": None, "status": "unsigned", "rule": None, "reason": "approval recorded without a signature"}
+            for name in record.approvals if name not in signed]
+    return pd.DataFrame(out, columns=_SIGNATURE_COLUMNS)
+
+
+def _signature_row(d: dict[str, Any]) -> dict[str, Any]:
+    st = d["statement"] or {}
+    return {"at": d["at"], "action": d["action"], "signer": d["signer"], "key_fingerprint": d["key_fingerprint"],
+            "brokers": st.get("brokers"), "expires_at": st.get("expires_at"), "status": d["status"],
+            "rule": d["rule"], "reason": d["reason"]}
+
+
+def _unchecked_row(row: Any) -> dict[str, Any]:
+    from pipelines.signing.statement import Statement, StatementError
+    from pipelines.signing.verify import check_novalidate
+
+    try:
+        st = Statement.parse(row.statement)
+    except StatementError as exc:
+        return {"at": row.at.isoformat(), "action": row.action, "signer": row.signer, "key_fingerprint":
+                row.key_fingerprint, "brokers": None, "expires_at": None, "status": "not_counted",
+                "rule": "statement_invalid", "reason": str(exc)}
+    good = check_novalidate(st.to_bytes(), row.signature)
+    return {"at": row.at.isoformat(), "action": st.action, "signer": st.signer, "key_fingerprint": row.key_fingerprint,
+            "brokers": list(st.brokers), "expires_at": st.to_dict()["expires_at"],
+            "status": "unchecked" if good else "not_counted", "rule": None if good else "signature_invalid",
+            "reason": "signature matches its statement; signer not checked (no allowed_signers)" if good
+            else "the signature does not match the statement"}

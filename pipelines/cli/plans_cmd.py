@@ -1,16 +1,25 @@
-"""``logdir-gc plans``: list, show, register, approve and reject GC plans (state kept in Delta)."""
+"""``logdir-gc plans``: list, show, register, propose, approve, reject and verify GC plans (state kept in Delta,
+signatures checked with OpenSSH)."""
 
 from __future__ import annotations
 
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from pipelines.cli.exit_codes import POLICY
 from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_options
+from pipelines.config.models import AppConfig
 from pipelines.errors import PlanError
 from pipelines.plan import approval
 from pipelines.plan.approval import PlanRecord
+
+if TYPE_CHECKING:
+    from pipelines.signing.decision import PlanVerdict
+    from pipelines.signing.records import SignatureRow
 
 
 def _summary(r: PlanRecord) -> dict[str, Any]:
@@ -93,29 +102,149 @@ def register(plan_file: str, config_path: str | None, warehouse: str | None, as_
     emit(as_json, _summary(record), f"registered {record.plan_id}: {record.status} ({record.content_hash})")
 
 
+def _signing_options(fn: Any) -> Any:
+    return click.option("--key", "key", type=click.Path(dir_okay=False), default=None,
+                        help="SSH key to sign with: a private key file, or a .pub whose key is in ssh-agent or on a "
+                             "FIDO authenticator (default: the one key ssh-agent holds).")(fn)
+
+
+def _unsigned(app: AppConfig, key: str | None) -> bool:
+    """Decide without a signature only when no --key is given and this config does not require signatures."""
+    if key is None and not app.executor.require_signatures:
+        click.echo("logdir-gc plans: warning: unsigned decision (executor.require_signatures is false in this "
+                   "config); executors that require signatures will not count it", err=True)
+        return True
+    return False
+
+
+def _signed_line(row: SignatureRow | None) -> str:
+    return f"; signed by {row.signer} with {row.key_fingerprint}" if row else ""
+
+
+@plans.command("propose")
+@click.argument("plan_id")
+@click.option("--by", "by", default=None, help="The plan's author (checked against its created_by).")
+@_signing_options
+@workflow_options
+def propose(plan_id: str, by: str | None, key: str | None, config_path: str | None, warehouse: str | None,
+            as_json: bool) -> None:
+    """Sign PLAN_ID as its author; the author's key and name then never count as an approval."""
+    from pipelines.signing.workflow import propose_signed
+
+    app = load_app(config_path, warehouse)
+    record, row = propose_signed(open_store(app), plan_id, policy=app.policy, key=key, by=by)
+    emit(as_json, {**_summary(record), "signature": _row(row)}, f"{plan_id}: proposed{_signed_line(row)}")
+
+
 @plans.command("approve")
 @click.argument("plan_id")
 @click.option("--by", "by", required=True, help="Approver name (must differ from the plan's author by default).")
 @click.option("--comment", default="", help="Why.")
+@click.option("--broker", "brokers", type=int, multiple=True,
+              help="Approve only for these brokers (repeatable; default: every broker of the plan).")
+@click.option("--valid-for", "valid_for", default=None,
+              help="The approval expires this long after signing (e.g. 24h; default: when the plan expires).")
+@_signing_options
 @workflow_options
-def approve(plan_id: str, by: str, comment: str, config_path: str | None, warehouse: str | None,
-            as_json: bool) -> None:
-    """Approve PLAN_ID's current content (the approval is bound to its content hash)."""
+def approve(plan_id: str, by: str, comment: str, brokers: tuple[int, ...], valid_for: str | None, key: str | None,
+            config_path: str | None, warehouse: str | None, as_json: bool) -> None:
+    """Approve PLAN_ID's current content by signing it (the approval is bound to its content hash)."""
+    from pipelines.cli.execute_cmd import _duration
+    from pipelines.signing.workflow import approve_signed
+
     app = load_app(config_path, warehouse)
     store = open_store(app)
-    record = approval.approve(store, plan_id, by=by, policy=app.policy, comment=comment,
-                              detect_grace_ms=app.detect.grace_ms if config_path else None)
-    emit(as_json, _summary(record), f"{plan_id}: {record.status} (approvals: {', '.join(record.approvals)})")
+    grace = app.detect.grace_ms if config_path else None
+    row = None
+    if _unsigned(app, key):
+        record = approval.approve(store, plan_id, by=by, policy=app.policy, comment=comment, detect_grace_ms=grace)
+    else:
+        record, row = approve_signed(store, plan_id, by=by, policy=app.policy, key=key, comment=comment,
+                                     brokers=brokers, valid_for_ms=_duration(valid_for), detect_grace_ms=grace)
+    emit(as_json, {**_summary(record), "signature": _row(row)},
+         f"{plan_id}: {record.status} (approvals: {', '.join(record.approvals)}){_signed_line(row)}")
 
 
 @plans.command("reject")
 @click.argument("plan_id")
 @click.option("--by", "by", required=True)
 @click.option("--reason", required=True)
+@_signing_options
 @workflow_options
-def reject(plan_id: str, by: str, reason: str, config_path: str | None, warehouse: str | None,
+def reject(plan_id: str, by: str, reason: str, key: str | None, config_path: str | None, warehouse: str | None,
            as_json: bool) -> None:
-    """Reject PLAN_ID (final)."""
-    store = open_store(load_app(config_path, warehouse))
-    record = approval.reject(store, plan_id, by=by, reason=reason)
-    emit(as_json, _summary(record), f"{plan_id}: {record.status}")
+    """Reject PLAN_ID (final); the signed rejection stops every executor that requires signatures."""
+    from pipelines.signing.workflow import reject_signed
+
+    app = load_app(config_path, warehouse)
+    store = open_store(app)
+    row = None
+    if _unsigned(app, key):
+        record = approval.reject(store, plan_id, by=by, reason=reason)
+    else:
+        record, row = reject_signed(store, plan_id, by=by, reason=reason, policy=app.policy, key=key)
+    emit(as_json, {**_summary(record), "signature": _row(row)}, f"{plan_id}: {record.status}{_signed_line(row)}")
+
+
+@plans.command("verify")
+@click.argument("plan_id")
+@click.option("--broker", "broker", type=int, default=None,
+              help="Judge as this broker's host: its id and the cluster.id in its log dirs' meta.properties "
+                   "(default: the plan's cluster.id, every broker).")
+@click.option("--allowed-signers", "allowed_signers", type=click.Path(dir_okay=False), default=None,
+              help="Use this allowed_signers file instead of executor.allowed_signers.")
+@workflow_options
+def verify(plan_id: str, broker: int | None, allowed_signers: str | None, config_path: str | None,
+           warehouse: str | None, as_json: bool) -> None:
+    """Per signature of PLAN_ID: who signed what, and whether this host accepts it (no Spark, no JVM).
+
+    Exits 5 with the refusal on stderr when this host would not apply the plan.
+    """
+    from pipelines.execute.plan_source import host_cluster_id, refusal_of, signature_verdict
+    from pipelines.signing.decision import HostFacts
+
+    app = load_app(config_path, warehouse)
+    if allowed_signers:
+        app = app.model_copy(update={"executor": app.executor.model_copy(update={"allowed_signers": allowed_signers})})
+    store = open_store(app)
+    record = approval.get_plan(store, plan_id)
+    plan = record.plan()
+    cluster = app.cluster if config_path else plan.cluster
+    host = HostFacts(cluster, host_cluster_id(app, broker) if broker is not None else None, broker)
+    now = datetime.now(timezone.utc)
+    verdict = signature_verdict(app, store, plan, host, now)
+    refusal = refusal_of(app, store, record, plan, host, now, verdict)
+    data = {**verdict.to_dict(), "status": record.status, "would_apply": refusal is None, "refusal": refusal,
+            "host": {"cluster": cluster, "cluster_id": host.cluster_id or plan.cluster_id,
+                     "cluster_id_from": "meta.properties" if broker is not None else "plan", "broker_id": broker,
+                     "allowed_signers": app.executor.allowed_signers}}
+    emit(as_json, data, _verify_text(plan_id, record.status, verdict, data))
+    if refusal is not None:
+        click.echo(f"logdir-gc: error: {refusal}", err=True)
+        sys.exit(POLICY)
+
+
+def _verify_text(plan_id: str, status: str, verdict: PlanVerdict, data: dict[str, Any]) -> str:
+    host = data["host"]
+    where = f"broker {host['broker_id']}" if host["broker_id"] is not None else "any broker"
+    lines = [f"plan {plan_id} ({status}), content {verdict.content_hash}",
+             f"host: cluster {host['cluster']}, cluster.id {host['cluster_id']} (from {host['cluster_id_from']}), "
+             f"{where}; allowed_signers {host['allowed_signers']}; {verdict.required} approval(s) required"]
+    for v in verdict.signatures:
+        st = v.statement
+        what = (f"{st.action:<8} {st.signer:<16} brokers {','.join(map(str, st.brokers))} until "
+                f"{st.expires_at:%Y-%m-%d %H:%M}Z" if st else f"{'?':<8} {v.who:<16}")
+        outcome = v.status.upper() if v.rule is None else f"NOT COUNTED [{v.rule}] {v.reason}"
+        lines.append(f"  {what}  key {v.key_fingerprint or '-'}  {outcome}")
+    if not verdict.signatures:
+        lines.append("  no signatures")
+    lines.append("this host would apply it" if data["would_apply"] else f"this host would refuse: {data['refusal']}")
+    return "\n".join(lines)
+
+
+def _row(row: SignatureRow | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"signer": row.signer, "action": row.action, "key_fingerprint": row.key_fingerprint,
+            "content_hash": row.content_hash, "statement": row.statement, "at": row.at.isoformat()}
+

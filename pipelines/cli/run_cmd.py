@@ -119,4 +119,25 @@ def demo(out: str, brokers: int, jbod: int, as_json: bool) -> None:
         click.echo(f"logdir-gc demo: {exc}", err=True)
         sys.exit(USAGE)
     _progress(f"generated a {brokers}-broker cluster in {target} ({result.files} files; truth: {result.truth_path})")
+    _demo_signing(Path(result.config_path), target)
     _run(load_config(result.config_path), None, as_json, include_segments=False)
+
+
+def _demo_signing(config_path: Path, target: Path) -> None:
+    """The demo approves with a key of its own (``<out>/keys/alice``) and its executor trusts that key only."""
+    import yaml
+
+    from pipelines.signing.demo_trust import write_demo_trust
+    from pipelines.signing.openssh import SigningError
+
+    try:
+        executor = write_demo_trust(target)
+        _progress(f"approver key for the demo: {target / 'keys' / 'alice'} (trusted by {executor['allowed_signers']})")
+    except SigningError as exc:
+        executor = {"require_signatures": False}
+        _progress(f"no demo keys ({exc}): the demo's executor runs unsigned")
+    text = config_path.read_text()
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    data = yaml.safe_load(text)
+    data["executor"] = {**(data.get("executor") or {}), **executor}
+    config_path.write_text(header + yaml.safe_dump(data, sort_keys=False))

@@ -159,6 +159,14 @@ class ExecutorConfig(_Strict):
     purge_bytes_per_second: int | None = Field(default=None, ge=1)
     purge_files_per_second: int | None = Field(default=None, ge=1)
     prestart_time_budget_ms: int = Field(default=300_000)
+    require_signatures: bool = Field(default=True, description="apply only plans with enough valid signed approvals"
+                                     " (checked against allowed_signers); false: the warehouse audit decides, with a"
+                                     " warning at every apply")
+    allowed_signers: str | None = Field(default=None, description="OpenSSH allowed_signers file of the approvers'"
+                                        " keys on this host; owned by root or the Kafka user, writable by no one else")
+    revoked_keys: str | None = Field(default=None, description="OpenSSH revoked keys file (key list or KRL)")
+    kafka_user: str | None = Field(default=None, description="user name or uid that may own the trust files besides"
+                                   " root; default: the user the executor runs as")
 
     _durations = field_validator("purge_retention_ms", "purge_retention_floor_ms", "prestart_time_budget_ms",
                                  mode="before")(_duration)
@@ -183,6 +191,16 @@ class ExecutorConfig(_Strict):
             raise ValueError("executor.purge_retention_ms is below executor.purge_retention_floor_ms")
         return self
 
+    @field_validator("kafka_user", mode="before")
+    @classmethod
+    def _uid_as_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+class SigningConfig(_Strict):
+    service_key: str | None = Field(default=None, description="key file the plan job signs each proposal with, as"
+                                    " the plan's author (a .pub file when the key is in ssh-agent)")
+
 
 class SparkConfig(_Strict):
     master: str | None = Field(default=None, description="None: the spark-submit session, else local[*]")
@@ -199,6 +217,7 @@ class AppConfig(_Strict):
     detect: DetectConfig = DetectConfig()
     policy: PolicyConfig = PolicyConfig()
     executor: ExecutorConfig = ExecutorConfig()
+    signing: SigningConfig = SigningConfig()
     spark: SparkConfig = SparkConfig()
 
     @model_validator(mode="after")

@@ -138,7 +138,7 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
         ExecutorBusy: the broker is running or another executor holds the broker's executor lock.
         HostIOError: a write on the host failed mid-run (a rerun resumes).
     """
-    plan, record = load_executable_plan(store, plan_id, config.policy, plan_file=plan_file, now=now)
+    plan, record = load_executable_plan(config, store, plan_id, broker_id, plan_file=plan_file, now=now)
     host = HostRules.from_config(config, now or datetime.now(timezone.utc))
     rules.check_plan(plan, config.policy)
     broker = broker_config(config, broker_id)

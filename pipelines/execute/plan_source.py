@@ -1,22 +1,39 @@
-"""Loading a plan for execution: only an approved, unexpired plan whose content hash is the approved one.
+"""Loading a plan for execution: only a plan this host may run, re-hashed from what it reads.
 
-The authority is the Delta ``gc_plans`` row (status, approvals, content hash) plus the ``gc_plan_audit`` rows
-of accepted approvals of that exact hash. An optional plan JSON file must hash to the same content; a file on
-its own never authorises anything.
+The plan comes from the Delta ``gc_plans`` row; its JSON must hash to its recorded content hash, and an optional
+plan JSON file must hash to the same content (a file on its own never authorises anything). A warehouse status
+that is not executable refuses (the warehouse can always deny, e.g. by deleting the plan).
+
+Who may ask for an apply at all is decided from the host's own configuration:
+
+- ``executor.require_signatures: true`` (the default): ``policy.approvals_required`` valid signed approvals by
+  distinct principals and keys, none by the author, over exactly the content hash recomputed here, for this
+  cluster name (config) and cluster id (this broker's ``meta.properties``), covering this broker, unexpired,
+  checked with ``ssh-keygen -Y verify`` against ``executor.allowed_signers`` (see :mod:`pipelines.signing`). The
+  warehouse's ``approvals`` column and audit rows play no part.
+- ``executor.require_signatures: false``: the ``gc_plans`` approvals that the ``gc_plan_audit`` rows confirm,
+  author excluded; anyone who can write the warehouse can forge both, so every such apply logs a warning.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipelines.config.models import PolicyConfig
-from pipelines.errors import PlanError
+from pipelines.config.models import AppConfig
+from pipelines.errors import PlanError, PolicyViolation, PreconditionFailed
 from pipelines.kafka.listing import read_regular_file
+from pipelines.kafka.meta_properties import read_meta_properties
 from pipelines.plan import approval
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, compute_content_hash
+from pipelines.signing.decision import HostFacts, PlanVerdict, judge
+from pipelines.signing.records import read_signatures
+from pipelines.signing.trust import load_host_trust
 from pipelines.tables.base import TableStore
+
+log = logging.getLogger(__name__)
 
 
 def read_plan_file(path: str | Path) -> GcPlan:
@@ -33,9 +50,77 @@ def read_plan_file(path: str | Path) -> GcPlan:
         raise PlanError(f"plan file {path} is invalid or tampered: {str(exc).splitlines()[0]}") from None
 
 
-def load_executable_plan(store: TableStore, plan_id: str, policy: PolicyConfig, *, plan_file: str | Path | None = None,
+def host_cluster_id(config: AppConfig, broker_id: int) -> str:
+    """The ``cluster.id`` in the ``meta.properties`` of this broker's registered log dirs (all readable ones agree).
+
+    Raises PreconditionFailed when no log dir has a readable one, or two disagree.
+    """
+    broker = next((b for b in config.brokers if b.broker_id == broker_id), None)
+    if broker is None:
+        raise PreconditionFailed(f"broker {broker_id} is not in the config's brokers")
+    seen: dict[str, str] = {}
+    problems: list[str] = []
+    for url in broker.log_dirs:
+        path = url[len("file://"):] if url.startswith("file://") else url
+        if "://" in path:
+            raise PreconditionFailed(f"log dir {url} is not local; run the executor on the broker host")
+        try:
+            meta = read_meta_properties(read_regular_file(str(Path(path) / "meta.properties")))
+        except OSError as exc:
+            problems.append(f"{path}: {exc.strerror or exc}")
+            continue
+        if meta.cluster_id and meta.kafka_would_accept:
+            seen[path] = meta.cluster_id
+    ids = set(seen.values())
+    if len(ids) > 1:
+        raise PreconditionFailed(f"log dirs of broker {broker_id} disagree on cluster.id: {sorted(seen.items())}")
+    if not ids:
+        raise PreconditionFailed(f"no readable meta.properties with a cluster.id in broker {broker_id}'s log dirs"
+                                 + (f" ({problems[0]})" if problems else ""))
+    return ids.pop()
+
+
+def signature_verdict(config: AppConfig, store: TableStore, plan: GcPlan, host: HostFacts,
+                      now: datetime) -> PlanVerdict:
+    """Every stored signature of ``plan`` judged against this host's trust files and policy."""
+    trust = load_host_trust(config.executor)
+    return judge(plan, read_signatures(store, plan.plan_id), trust, host, config.policy, now)
+
+
+def refusal_of(config: AppConfig, store: TableStore, record: approval.PlanRecord, plan: GcPlan, host: HostFacts,
+               now: datetime, verdict: PlanVerdict | None = None) -> str | None:
+    """Why this host may not apply ``plan`` now (one line naming the rule), or None when it may.
+
+    ``verdict``: the plan's :func:`signature_verdict` when the caller already has it.
+    """
+    policy = config.policy
+    if record.status not in approval.EXECUTABLE:
+        return str(rules.refuse("not_approved", f"plan {plan.plan_id} is {record.status}, not approved"))
+    try:
+        rules.check_unexpired(plan, policy, now)
+    except PolicyViolation as exc:
+        return str(exc)
+    if config.executor.require_signatures:
+        verdict = verdict or signature_verdict(config, store, plan, host, now)
+        if verdict.refusal is not None:
+            return verdict.refusal
+    else:
+        log.warning("logdir-gc: warning: executor.require_signatures is false: plan %s is authorised by warehouse "
+                    "rows alone, which anyone who can write the warehouse can forge", plan.plan_id)
+        audited = set(approval.audited_approvers(store, plan.plan_id, record.content_hash))
+        approvers = set(record.approvals) & audited
+        if policy.approver_must_differ_from_author:
+            approvers.discard(plan.created_by.strip())
+        if len(approvers) < policy.approvals_required:
+            return str(rules.refuse("approvals_required", f"plan {plan.plan_id} has {len(approvers)} valid "
+                                    f"approval(s) of hash {record.content_hash}, {policy.approvals_required} required"))
+    return None
+
+
+def load_executable_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: int, *,
+                         plan_file: str | Path | None = None,
                          now: datetime | None = None) -> tuple[GcPlan, approval.PlanRecord]:
-    """The approved plan, re-verified. Raises PlanError / PolicyViolation naming what is wrong."""
+    """The plan broker ``broker_id`` may apply, re-verified. Raises PlanError / PolicyViolation naming the rule."""
     record = approval.get_plan(store, plan_id)
     plan = record.plan()
     if plan_file is not None:
@@ -43,14 +128,9 @@ def load_executable_plan(store: TableStore, plan_id: str, policy: PolicyConfig, 
         if compute_content_hash(from_file) != record.content_hash:
             raise PlanError(f"plan file {plan_file} does not hash to the approved content {record.content_hash}")
         plan = from_file
-    if record.status not in approval.EXECUTABLE:
-        raise rules.refuse("not_approved", f"plan {plan_id} is {record.status}, not approved")
-    audited = set(approval.audited_approvers(store, plan_id, record.content_hash))
-    approvers = set(record.approvals) & audited
-    if policy.approver_must_differ_from_author:
-        approvers.discard(plan.created_by.strip())
-    if len(approvers) < policy.approvals_required:
-        raise rules.refuse("approvals_required", f"plan {plan_id} has {len(approvers)} valid approval(s) of hash "
-                           f"{record.content_hash}, {policy.approvals_required} required")
-    rules.check_unexpired(plan, policy, now or datetime.now(timezone.utc))
+    cluster_id = host_cluster_id(config, broker_id) if config.executor.require_signatures else None
+    host = HostFacts(config.cluster, cluster_id, broker_id)
+    refusal = refusal_of(config, store, record, plan, host, now or datetime.now(timezone.utc))
+    if refusal is not None:
+        raise PolicyViolation(refusal)
     return plan, record

@@ -163,7 +163,11 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
                      cluster_id=cluster_id)
     if not plan.items:
         return StepReport("plan", {"plan_id": None, "items": 0, "bytes": 0}, ["nothing plannable in this run"]), None
-    register_plan(store, plan, actor=created_by, policy=config.policy)
+    record = register_plan(store, plan, actor=created_by, policy=config.policy)
+    if config.signing.service_key and record.status == "proposed":  # the job signs as the plan's author
+        from pipelines.signing.workflow import propose_signed
+
+        propose_signed(store, plan.plan_id, policy=config.policy, key=config.signing.service_key)
     by_class = Counter(i.class_ for i in plan.items)
     report = StepReport("plan", {
         "plan_id": plan.plan_id, "items": len(plan.items), "bytes": plan.total_bytes,

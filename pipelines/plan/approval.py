@@ -138,6 +138,15 @@ def append_audit(store: TableStore, plan_id: str, at: datetime, actor: str, acti
     }])
 
 
+def record_event(store: TableStore, record: PlanRecord, *, actor: str, action: str, comment: str = "",
+                 now: datetime | None = None) -> datetime:
+    """An audit row that changes no state (e.g. a signed proposal) for ``record`` as read; returns its time."""
+    at = now or _now()
+    append_audit(store, record.plan_id, at, actor, action, record.status, record.status, comment,
+                 record.content_hash)
+    return at
+
+
 def next_stamp(previous: datetime | None, now: datetime) -> datetime:
     """A new ``updated_at``: now, but strictly after the previous one (it is the row's revision token)."""
     return now if previous is None or now > previous else previous + timedelta(microseconds=1)

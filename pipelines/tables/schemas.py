@@ -203,6 +203,18 @@ GC_PLAN_AUDIT = _t(
     ("from_status", "string"), ("to_status", "string"), ("comment", "string"), ("content_hash", "string"),
 )
 
+GC_PLAN_SIGNATURES = _t(
+    "gc_plan_signatures",
+    "Signed proposals, approvals and rejections, one row beside each such audit row (same `plan_id` and `at`). An"
+    " executor that requires signatures reads only `statement` and `signature` and checks them against its own"
+    " allowed_signers; the other columns are copies for readers.", (),
+    ("plan_id", "string"), ("at", "timestamp", "the `at` of the audit row it belongs to"),
+    ("action", "string", "propose | approve | reject"), ("signer", "string", "principal the statement names"),
+    ("content_hash", "string"), ("key_fingerprint", "string", "SHA256 fingerprint of the signing key"),
+    ("statement", "string", "the signed canonical statement (text)"),
+    ("signature", "string", "armored SSHSIG, namespace kafka-logdir-gc-plan@v1"),
+)
+
 GC_JOURNAL = _t(
     "gc_journal", "Mirror of the executors' on-host journals.", ("cluster",),
     ("cluster", "string"), ("broker_id", "int"), ("plan_id", "string"), ("item_id", "string"), ("seq", "long"),
@@ -216,7 +228,7 @@ ALL_TABLES: MappingProxyType[str, TableSchema] = MappingProxyType(
         for t in (
             CRAWL_RUNS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, CRAWL_ERRORS, CONTROLLER_TOPICS,
             CONTROLLER_PARTITIONS, CONTROLLER_BROKERS, METADATA_EVENTS, FINDINGS, GC_PLANS, GC_PLAN_ITEMS,
-            GC_PLAN_AUDIT, GC_JOURNAL,
+            GC_PLAN_AUDIT, GC_PLAN_SIGNATURES, GC_JOURNAL,
         )
     }
 )

@@ -96,7 +96,7 @@ def _findings(run_id: str, at: datetime, crawl, replay, config: DetectConfig, ev
     return rows
 
 
-def _plan(run_id: str, at: datetime, findings: list[dict[str, Any]], cluster: str) -> GcPlan:
+def _plan(run_id: str, at: datetime, findings: list[dict[str, Any]], cluster: str, cluster_id: str | None) -> GcPlan:
     items = tuple(
         PlanItem.model_validate({
             "item_id": f"{r['broker_id']}:{Path(r['log_dir']).name}:{r['dir_name']}", "broker_id": r["broker_id"],
@@ -106,8 +106,9 @@ def _plan(run_id: str, at: datetime, findings: list[dict[str, Any]], cluster: st
         })
         for r in findings if r["plannable"]
     )
-    return GcPlan(plan_id=f"plan-{run_id}", cluster=cluster, created_at=at, created_by="detector", run_id=run_id,
-                  metadata_offset=findings[0]["metadata_offset"] if findings else None, items=items).with_hash()
+    offset = findings[0]["metadata_offset"] if findings else None
+    return GcPlan(plan_id=f"plan-{run_id}", cluster=cluster, cluster_id=cluster_id, created_at=at,
+                  created_by="detector", run_id=run_id, metadata_offset=offset, items=items).with_hash()
 
 
 def _grow(sim: Path, topic: str) -> None:
@@ -143,7 +144,8 @@ def ingest_run(demo: DemoWarehouse, run_id: str, at: datetime, config_path: Path
     events = store.read_rows("metadata_events", {"cluster": demo.cluster})
     findings = _findings(run_id, at, crawl, replay, detect, events)
     store.overwrite_partition(FINDINGS, by_run, findings)
-    plan = _plan(run_id, at, findings, demo.cluster)
+    cluster_id = next((r["meta_cluster_id"] for r in crawl.log_dirs if r["meta_cluster_id"]), None)
+    plan = _plan(run_id, at, findings, demo.cluster, cluster_id)
     approval.register_plan(store, plan, actor="detector", policy=PolicyConfig(), now=at)
     demo.runs.append(run_id)
     demo.plans.append(plan.plan_id)

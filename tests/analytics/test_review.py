@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import sys
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "signing"))
+
+from ssh_keys import Keyring
 
 from pipelines.analytics import (
     decision_commands,
@@ -104,7 +109,8 @@ def test_printed_approve_command_works_and_review_changes_nothing(demo, tmp_path
     shutil.copytree(demo.warehouse, copy)
     wh = open_warehouse(str(copy))
     record = plan_record(wh)
-    commands = decision_commands(record, wh.root, approver="alice")
+    keys = Keyring(tmp_path / "keys")  # the command signs with the approver's key
+    commands = decision_commands(record, wh.root, approver="alice", key=str(keys.key("alice")))
     assert approval.get_plan(wh.store, record.plan_id).status == "proposed"  # building the review approved nothing
     argv = shlex.split(commands["approve"])
     assert argv[:4] == ["logdir-gc", "plans", "approve", record.plan_id]

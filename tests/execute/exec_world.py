@@ -18,13 +18,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kafka"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "signing"))
 
 from logdir_factory import CLUSTER_ID, PartitionSpec, make_log_dir, uuid_for
+from ssh_keys import Keyring
 
 from pipelines.config.models import AppConfig
 from pipelines.kafka.logdir import fingerprint_dir
 from pipelines.plan import approval
 from pipelines.plan.model import GcPlan, PlanItem
+from pipelines.signing.workflow import approve_signed
 from pipelines.tables.rust_engine import RustTableStore
 
 BROKER = 1
@@ -145,9 +148,36 @@ def make_plan(log_dir: Path, specs, *, plan_id: str = "plan-1", author: str = "d
     ).with_hash()
 
 
-def approve(store: RustTableStore, plan: GcPlan, config: AppConfig) -> None:
+def keyring_of(config: AppConfig) -> Keyring:
+    """The keyring whose allowed_signers the config's executor trusts."""
+    assert config.executor.allowed_signers, "a world built with signed=False has no keyring"
+    return Keyring(Path(config.executor.allowed_signers).parent)
+
+
+def approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by: str = "reviewer") -> None:
+    """Register ``plan`` and approve it as ``by``: signed with ``by``'s key when the world is signed."""
     approval.register_plan(store, plan, actor=plan.created_by, policy=config.policy)
-    approval.approve(store, plan.plan_id, by="reviewer", policy=config.policy)
+    if config.executor.require_signatures:
+        approve_signed(store, plan.plan_id, by=by, policy=config.policy, key=keyring_of(config).key(by))
+    else:
+        approval.approve(store, plan.plan_id, by=by, policy=config.policy)
+
+
+def force_approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by: str = "reviewer") -> None:
+    """What someone holding ONE approver key who can also write the warehouse can do: sign any plan (no approval
+    policy runs on their machine) and write the rows that say it is approved. The executor's own checks are all
+    that stand between such a plan and the disk."""
+    from pipelines.signing.records import store_signature
+    from pipelines.signing.signer import sign
+    from pipelines.signing.workflow import statement_for
+
+    now = datetime.now(timezone.utc)
+    approval.register_plan(store, plan, actor=plan.created_by, policy=config.policy)
+    store.update("gc_plans", {"plan_id": plan.plan_id}, {"status": "approved", "approvals": [by]})
+    approval.append_audit(store, plan.plan_id, now, by, "approve", "proposed", "approved", "", plan.content_hash)
+    if config.executor.require_signatures:
+        statement = statement_for(plan, "approve", by, config.policy, now=now)
+        store_signature(store, plan.plan_id, now, sign(statement, key=keyring_of(config).key(by)))
 
 
 def age_delete_dirs(log_dir: Path, days: float = 3) -> None:
@@ -158,8 +188,24 @@ def age_delete_dirs(log_dir: Path, days: float = 3) -> None:
             os.utime(d, (when, when))
 
 
+def executor_section(tmp_path: Path, state_dir: Path, *, signed: bool = True) -> dict:
+    """The ``executor`` config of a test host; signed: trusting the keys of ``reviewer`` and ``detector`` (a keyring
+    under ``tmp_path/trust``)."""
+    executor: dict = {"state_dir": str(state_dir), "require_signatures": signed}
+    if signed:
+        keys = Keyring(tmp_path / "trust")
+        for name in ("reviewer", "detector"):
+            keys.key(name)
+            keys.allow(name, name)
+        executor["allowed_signers"] = str(keys.allowed_signers)
+    return executor
+
+
 def build_world(tmp_path: Path, *, garbage=GARBAGE, live=LIVE, approve_plan: bool = True,
-                node_id: int = BROKER, metadata: dict | None = None, policy: dict | None = None) -> World:
+                node_id: int = BROKER, metadata: dict | None = None, policy: dict | None = None,
+                signed: bool = True) -> World:
+    """A broker host with a warehouse. ``signed``: the executor requires signatures and trusts the keys of
+    ``reviewer`` and ``detector`` (a keyring under ``tmp_path/trust``); else ``require_signatures: false``."""
     root = tmp_path / "host"
     log_dir = make_log_dir(root / "kafka-logs", node_id=node_id, partitions=[*garbage, *live])
     age_delete_dirs(log_dir)
@@ -167,10 +213,11 @@ def build_world(tmp_path: Path, *, garbage=GARBAGE, live=LIVE, approve_plan: boo
         metadata = {"kind": "metadata_log",
                     "source": str(write_metadata_log(root / "meta" / "__cluster_metadata-0", topics_of(live, garbage)))}
     store = RustTableStore(str(tmp_path / "warehouse"))
+    executor = executor_section(tmp_path, root / "state", signed=signed)
     config = AppConfig.model_validate({
         "cluster": "c1", "warehouse": str(tmp_path / "warehouse"),
         "brokers": [{"broker_id": BROKER, "log_dirs": [str(log_dir)]}],
-        "executor": {"state_dir": str(root / "state")},
+        "executor": executor,
         "metadata": metadata,
         **({"policy": policy} if policy else {}),
     })
@@ -205,7 +252,7 @@ def two_broker_world(tmp_path: Path) -> World:
     config = AppConfig.model_validate({
         "cluster": "c1", "warehouse": str(tmp_path / "warehouse"),
         "brokers": [{"broker_id": b, "log_dirs": [str(d)]} for b, d in dirs.items()],
-        "executor": {"state_dir": str(root / "state")},
+        "executor": executor_section(tmp_path, root / "state"),
         "metadata": {"kind": "metadata_log", "source": str(log)},
     })
     items = tuple(item_for(d, s, broker=b, item_id=f"b{b}-{s.dir_name.replace('.', '_')}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from exec_world import backdate_journal, build_world, tree_digest
+from exec_world import backdate_journal, build_world, keyring_of, tree_digest
 
 from pipelines.cli import exit_codes
 from pipelines.cli.main import main
@@ -43,7 +43,8 @@ def test_plans_workflow_and_apply_through_the_cli(tmp_path: Path, capsys: pytest
     code, _, err = run(capsys, "apply", "plan-1", "--broker", "1", "--execute", *c)
     assert code == exit_codes.POLICY and "[not_approved]" in err
 
-    code, out, _ = run(capsys, "plans", "approve", "plan-1", "--by", "reviewer", "--comment", "ok", *c)
+    key = str(keyring_of(w.config).key("reviewer"))
+    code, out, _ = run(capsys, "plans", "approve", "plan-1", "--by", "reviewer", "--comment", "ok", "--key", key, *c)
     assert code == 0 and "approved" in out
     code, out, _ = run(capsys, "plans", "show", "plan-1", *c)
     assert "| gone-0 | 1 |" in out

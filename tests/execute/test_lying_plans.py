@@ -15,6 +15,7 @@ from exec_world import (
     Topic,
     approve,
     build_world,
+    force_approve,
     item_for,
     make_plan,
     topics_of,
@@ -80,13 +81,7 @@ def test_the_metadata_log_is_never_touched_whatever_the_plan_claims(tmp_path: Pa
         "topic": "__cluster_metadata", "partition": 0, "topic_id": str(METADATA_TOPIC_ID), "class": "deleted_topic",
         "fingerprint": w.plan.items[0].fingerprint, "directory_id": w.plan.items[0].directory_id})
     # A plan naming the metadata topic never passes the policy's claim check at apply (nor at approval) ...
-    approve_forged = make_plan(w.log_dir, (), items=(*w.plan.items, item), plan_id="lie")
-    from pipelines.plan import approval
-
-    approval.register_plan(w.store, approve_forged, actor="mallory", policy=w.config.policy)
-    w.store.update("gc_plans", {"plan_id": "lie"}, {"status": "approved", "approvals": ["reviewer"]})
-    approval.append_audit(w.store, "lie", datetime.now(timezone.utc), "reviewer", "approve", "proposed", "approved",
-                          "", approve_forged.content_hash)
+    force_approve(w.store, make_plan(w.log_dir, (), items=(*w.plan.items, item), plan_id="lie"), w.config)
     with pytest.raises(PolicyViolation, match=r"^\[protected_topic\]"):
         apply_plan(w.config, w.store, "lie", 1, execute=True)
     # ... and one that claims another topic for it is refused item by item: its kind is never planned

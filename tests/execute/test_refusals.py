@@ -165,7 +165,8 @@ def test_changed_fingerprint_is_skipped(tmp_path: Path) -> None:
 
 
 def test_plan_for_another_cluster_is_refused(tmp_path: Path) -> None:
-    w = build_world(tmp_path, approve_plan=False)
+    # unsigned: the host binding on its own (signed, the signature's cluster id refuses first: tests/signing)
+    w = build_world(tmp_path, approve_plan=False, signed=False)
     plan = make_plan(w.log_dir, GARBAGE, plan_id="foreign", cluster_id=str(uuid_for("other-cluster")))
     approve(w.store, plan, w.config)
     with pytest.raises(PreconditionFailed, match="another cluster"):
@@ -211,7 +212,8 @@ def test_unknown_topic_in_an_incomplete_image_is_not_proven_garbage(tmp_path: Pa
 
 
 def test_log_dir_not_registered_for_the_broker_is_skipped(tmp_path: Path) -> None:
-    w = build_world(tmp_path)
+    # unsigned: signed, a broker whose registered log dirs have no meta.properties refuses before any item
+    w = build_world(tmp_path, signed=False)
     cfg = AppConfig.model_validate({**w.config.model_dump(), "brokers": [
         {"broker_id": 1, "log_dirs": [str(tmp_path / "other")]}]})
     (tmp_path / "other").mkdir()

@@ -103,7 +103,8 @@ def test_items_of_another_broker_are_never_applied_here(tmp_path: Path) -> None:
 
 
 def test_plan_without_cluster_id_cannot_be_bound_to_a_host(tmp_path: Path) -> None:
-    w = build_world(tmp_path, approve_plan=False)
+    # unsigned: signed, such a plan cannot even be approved (tests/signing)
+    w = build_world(tmp_path, approve_plan=False, signed=False)
     approve(w.store, make_plan(w.log_dir, GARBAGE, plan_id="unbound", cluster_id=None), w.config)
     with pytest.raises(PreconditionFailed, match="records no cluster_id"):
         apply_plan(w.config, w.store, "unbound", 1, execute=True)

@@ -26,6 +26,10 @@ from jars import KAFKA_3, KAFKA_4, resolve_or_skip
 from kafka import TopicPartition
 from kafka.admin import NewTopic
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "signing"))
+
+from ssh_keys import Keyring
+
 from pipelines.config.load import load_config
 from pipelines.config.models import BrokerConfig, DetectConfig
 from pipelines.crawl.local_crawl import crawl_local
@@ -332,16 +336,19 @@ def test_end_to_end_apply_interlock_and_clean_restart(kafka: KafkaCluster, tmp_p
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(plan.to_json())
     node = kafka.brokers[3]
+    keys = Keyring(tmp_path / "trust")  # the reviewer signs; the broker host trusts that key
+    keys.key("reviewer")
+    keys.allow("reviewer", "reviewer")
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
         "cluster": "it", "warehouse": str(tmp_path / "warehouse"),
         "brokers": [{"broker_id": 3, "log_dirs": [str(d) for d in node.log_dirs]}],
         "metadata": {"kind": "metadata_log", "source": str(kafka.metadata_dir)},
-        "executor": {"state_dir": str(tmp_path / "state")},
+        "executor": {"state_dir": str(tmp_path / "state"), "allowed_signers": str(keys.allowed_signers)},
     }))
     c = ("--config", str(config))
     assert cli("plans", "register", str(plan_file), *c)[0] == 0
-    code, _, err = cli("plans", "approve", plan.plan_id, "--by", "reviewer", *c)
+    code, _, err = cli("plans", "approve", plan.plan_id, "--by", "reviewer", "--key", str(keys.key("reviewer")), *c)
     assert code == 0, err
 
     code, _, err = cli("apply", plan.plan_id, "--broker", "3", "--execute", *c)

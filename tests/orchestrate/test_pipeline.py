@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "signing"))
+
+from ssh_keys import Keyring, require_openssh
 
 from pipelines.config import load_config
+from pipelines.config.models import ExecutorConfig, PolicyConfig
 from pipelines.detect import classes as C
 from pipelines.orchestrate import run_pipeline
+from pipelines.plan import approval
 from pipelines.plan.model import GcPlan
+from pipelines.signing.decision import HostFacts, judge
+from pipelines.signing.records import read_signatures
+from pipelines.signing.trust import load_host_trust
 from pipelines.simulate import PRESETS, ClusterSpec, generate, load_truth
 from pipelines.tables import open_store
 
@@ -64,14 +75,26 @@ def test_run_reproduces_truth_plans_only_garbage_and_reruns_idempotently(spark, 
     assert _keys(store.read_rows("findings", where={"run_id": "r1"})) == _keys(findings)
 
 
-def test_jobs_run_the_same_steps(spark, cluster: Path) -> None:
+def test_jobs_run_the_same_steps_and_the_plan_job_signs_with_its_service_key(spark, cluster: Path,
+                                                                           tmp_path: Path) -> None:
     from jobs import crawl, detect, ingest_metadata, plan
 
+    require_openssh()
     config_file = str(cluster / "cluster.yaml")
     for job in (crawl, ingest_metadata, detect):
         job.main(["--config", config_file, "--run-id", "j1"])
-    plan.main(["--config", config_file, "--run-id", "j1", "--created-by", "scheduler"])
+    keys = Keyring(tmp_path / "keys")
+    service_key = keys.key("scheduler")
+    keys.allow("scheduler", "scheduler")
+    signing = yaml.safe_load(Path(config_file).read_text()) | {"signing": {"service_key": str(service_key)}}
+    (tmp_path / "signing.yaml").write_text(yaml.safe_dump(signing))
+    plan.main(["--config", str(tmp_path / "signing.yaml"), "--run-id", "j1", "--created-by", "scheduler"])
     store = open_store("rust", load_config(config_file).warehouse)
     truth = load_truth(cluster / "truth.json")
     assert len(store.read_rows("findings", where={"run_id": "j1"})) == len(truth.items)
-    assert len(store.read_rows("gc_plans", where={"run_id": "j1"})) == 1
+    [registered] = store.read_rows("gc_plans", where={"run_id": "j1"})
+    record = approval.get_plan(store, registered["plan_id"])
+    trust = load_host_trust(ExecutorConfig(allowed_signers=str(keys.allowed_signers)))
+    verdict = judge(record.plan(), read_signatures(store, record.plan_id), trust,
+                    HostFacts(record.cluster, None, None), PolicyConfig(), datetime.now(timezone.utc))
+    assert [(v.who, v.status) for v in verdict.signatures] == [("scheduler", "author")]

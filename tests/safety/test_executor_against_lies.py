@@ -7,8 +7,9 @@ Each example generates a KRaft cluster (``pipelines.simulate``, replication 1-3,
 - the plan: forged items for every assigned, protected and metadata-log dir with self-consistent claims (real name,
   real topic id, the fingerprint of the dir as it is), and random mutations of every field of every item (broker,
   log dir and dir name with ``..``, ``.``, absolute paths and other dirs' names, topic, partition, topic id,
-  class, bytes, fingerprint, directory id); hash-bound and "approved" by writing the warehouse directly, as a
-  writer of the warehouse can;
+  class, bytes, fingerprint, directory id); hash-bound, signed by a trusted approver key without any approval
+  policy and marked approved in the warehouse (one approver key plus write access: the strongest attacker the
+  signatures let through);
 - the disk: symlinks named like partition dirs pointing at live dirs, FIFOs as ``partition.metadata``, sometimes a
   symlinked quarantine root;
 - the quarantine, after the apply: manifests rewritten (``..`` in ``dir_name``, other paths, hashes, brokers,
@@ -44,12 +45,11 @@ from pipelines.cli import exit_codes
 from pipelines.cli.main import main
 from pipelines.detect import classes as C
 from pipelines.kafka.logdir import fingerprint_dir
-from pipelines.plan import approval
 from pipelines.plan.emit import emit_plan
 from pipelines.plan.model import GcPlan, PlanItem
 from pipelines.simulate import PRESETS, ClusterSpec, generate
 from pipelines.tables import open_store
-from tests.execute.exec_world import backdate_journal
+from tests.execute.exec_world import backdate_journal, executor_section, force_approve
 from tests.safety import gc_world as W
 
 DOCUMENTED = {exit_codes.OK, exit_codes.POLICY, exit_codes.PRECONDITION, exit_codes.BUSY, exit_codes.FAILED,
@@ -182,14 +182,6 @@ def _plan(c: W.Crawled, plan_id: str, items: list[PlanItem]) -> GcPlan:
                   created_by="mallory", run_id=W.RUN_ID, items=tuple(unique.values())).with_hash()
 
 
-def forge_approval(store: Any, plan: GcPlan, config: Any) -> None:
-    """What a writer of the warehouse can do: register the plan and write the rows that say it was approved."""
-    approval.register_plan(store, plan, actor=plan.created_by, policy=config.policy)
-    store.update("gc_plans", {"plan_id": plan.plan_id}, {"status": "approved", "approvals": ["reviewer"]})
-    approval.append_audit(store, plan.plan_id, datetime.now(timezone.utc), "reviewer", "approve", "proposed",
-                          "approved", "", plan.content_hash)
-
-
 def plant_on_disk(c: W.Crawled, rng: random.Random, live: list[Path], stats: Counter[str]) -> None:
     for b in c.config.brokers:
         for d in b.log_dirs:
@@ -280,7 +272,7 @@ def check_one(spec: ClusterSpec, rng: random.Random, stats: Counter[str]) -> Non
         c = W.crawl(result.config_path, now, cluster_id)
         state_dir = root / "state"
         config = c.config.model_copy(update={"executor": c.config.executor.model_copy(
-            update={"state_dir": str(state_dir)})})
+            update=executor_section(root, state_dir))})
         config_path = root / "config.yaml"
         config_path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
         c.config = config
@@ -296,7 +288,7 @@ def check_one(spec: ClusterSpec, rng: random.Random, stats: Counter[str]) -> Non
         plan = lying_plan(c, honest, rng, set(assigned))
         hidden = protected_plan(c, rng)
         for p in (plan, hidden):
-            forge_approval(store, p, config)
+            force_approve(store, p, config)  # one approver key signs anything, a warehouse writer marks it approved
         plant_on_disk(c, rng, live, stats)
 
         roots = [Path(d) for b in config.brokers for d in b.log_dirs]

@@ -1,0 +1,168 @@
+"""The executor's authorisation from signatures alone: which stored statements this host accepts for a plan.
+
+Input: the plan the executor read and re-hashed, the rows of ``gc_plan_signatures`` (untrusted), the host's trust
+files and facts (cluster name from its config, cluster id from its ``meta.properties``, its broker id) and the
+policy from its own config. Output: a :class:`PlanVerdict` with one :class:`SignatureVerdict` per row and, when the
+plan may not run, a one-line refusal naming the rule.
+
+An approval counts only when every check passes: the statement parses, names this plan id, this content hash,
+this cluster name and id, covers this broker, has not expired, and ``ssh-keygen -Y verify`` accepts its signature
+by the named signer under this host's allowed_signers and revoked_keys. Approvals are counted once per principal
+AND once per key (a key listed for two principals is one approver), and never from the plan's author: its
+``created_by`` or whoever signed a valid proposal, by name or by key. A valid signed rejection vetoes the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pipelines.config.models import PolicyConfig
+from pipelines.plan.model import GcPlan, compute_content_hash
+from pipelines.signing.records import SignatureRow
+from pipelines.signing.statement import Statement, StatementError, format_time
+from pipelines.signing.trust import HostTrust
+from pipelines.signing.verify import verify_signature
+
+COUNTED, AUTHOR, VETO, NOT_COUNTED = "counted", "author", "veto", "not_counted"
+
+
+@dataclass(frozen=True, slots=True)
+class HostFacts:
+    """What this host is. ``cluster_id``/``broker_id`` None: not known here (``plans verify`` off the broker)."""
+
+    cluster: str
+    cluster_id: str | None
+    broker_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureVerdict:
+    row: SignatureRow
+    statement: Statement | None
+    key_fingerprint: str | None
+    status: str  # counted | author | veto | not_counted
+    rule: str | None = None
+    reason: str = ""
+
+    @property
+    def valid(self) -> bool:
+        """The signature and statement hold for this host (whether or not the approval was counted)."""
+        return self.status in (COUNTED, AUTHOR, VETO)
+
+    @property
+    def who(self) -> str:
+        return self.statement.signer if self.statement else (self.row.signer or "?")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.row.at.isoformat(), "action": self.statement.action if self.statement else self.row.action,
+                "signer": self.who, "key_fingerprint": self.key_fingerprint,
+                "statement": self.statement.to_dict() if self.statement else None, "status": self.status,
+                "accepted": self.status == COUNTED, "rule": self.rule, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanVerdict:
+    plan_id: str
+    content_hash: str
+    required: int
+    signatures: tuple[SignatureVerdict, ...]
+    refusal: str | None
+
+    @property
+    def approvers(self) -> tuple[str, ...]:
+        return tuple(v.who for v in self.signatures if v.status == COUNTED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plan_id": self.plan_id, "content_hash": self.content_hash, "approvals_required": self.required,
+                "approvers": list(self.approvers), "would_apply": self.refusal is None, "refusal": self.refusal,
+                "signatures": [v.to_dict() for v in self.signatures]}
+
+
+def _field_problem(st: Statement, plan: GcPlan, content_hash: str, host: HostFacts,
+                   now: datetime) -> tuple[str, str] | None:
+    if st.plan_id != plan.plan_id:
+        return "signature_plan", f"signed plan {st.plan_id}, not {plan.plan_id}"
+    if st.content_hash != content_hash:
+        return "signature_content_hash", (f"signed content {st.content_hash[:19]}…, the plan now hashes to "
+                                          f"{content_hash[:19]}… (changed after signing)")
+    if st.cluster != plan.cluster or st.cluster != host.cluster:
+        return "signature_cluster", f"signed for cluster {st.cluster!r}; this host is cluster {host.cluster!r}"
+    host_id = host.cluster_id if host.cluster_id is not None else plan.cluster_id
+    if st.cluster_id != plan.cluster_id or st.cluster_id != host_id:
+        return "signature_cluster_id", f"signed for cluster.id {st.cluster_id}; this host is cluster.id {host_id}"
+    if st.action == "approve":
+        if host.broker_id is not None and host.broker_id not in st.brokers:
+            return "signature_brokers", (f"approves brokers {','.join(map(str, st.brokers))}, not broker "
+                                         f"{host.broker_id}")
+        if now >= st.expires_at:
+            return "approval_expired", f"approval expired at {format_time(st.expires_at)}"
+    return None
+
+
+def _check_row(row: SignatureRow, plan: GcPlan, content_hash: str, trust: HostTrust, host: HostFacts,
+               now: datetime) -> SignatureVerdict:
+    try:
+        st = Statement.parse(row.statement)
+    except StatementError as exc:
+        return SignatureVerdict(row, None, None, NOT_COUNTED, "statement_invalid", str(exc))
+    problem = _field_problem(st, plan, content_hash, host, now)
+    if problem is not None:
+        return SignatureVerdict(row, st, None, NOT_COUNTED, *problem)
+    check = verify_signature(st.to_bytes(), row.signature, st.signer, trust, now)
+    if not check.ok:
+        return SignatureVerdict(row, st, check.key_fingerprint, NOT_COUNTED, check.rule, check.reason)
+    status = {"propose": AUTHOR, "reject": VETO}.get(st.action, COUNTED)
+    return SignatureVerdict(row, st, check.key_fingerprint, status)
+
+
+def _count(checked: list[SignatureVerdict], plan: GcPlan, policy: PolicyConfig) -> list[SignatureVerdict]:
+    """Exclude the author and repeated principals or keys from the valid approvals, oldest statement first."""
+    authors: set[str] = set()
+    author_keys: set[str | None] = set()
+    if policy.approver_must_differ_from_author:
+        authors = {plan.created_by.strip()} | {v.who for v in checked if v.status == AUTHOR}
+        author_keys = {v.key_fingerprint for v in checked if v.status == AUTHOR}
+    names: set[str] = set()
+    keys: set[str | None] = set()
+    out: dict[int, SignatureVerdict] = {}
+    order = sorted(range(len(checked)), key=lambda i: (checked[i].statement.signed_at if checked[i].statement
+                                                       else checked[i].row.at, checked[i].row.at))
+    for i in order:
+        v = checked[i]
+        if v.status == COUNTED:
+            if v.who in authors or v.key_fingerprint in author_keys:
+                v = SignatureVerdict(v.row, v.statement, v.key_fingerprint, NOT_COUNTED,
+                                     "approver_differs_from_author", f"{v.who} is the plan's author")
+            elif v.who in names or v.key_fingerprint in keys:
+                v = SignatureVerdict(v.row, v.statement, v.key_fingerprint, NOT_COUNTED, "distinct_approvers",
+                                     f"{v.who} (key {v.key_fingerprint}) already counted as an approver")
+            else:
+                names.add(v.who)
+                keys.add(v.key_fingerprint)
+        out[i] = v
+    return [out[i] for i in range(len(checked))]
+
+
+def judge(plan: GcPlan, rows: list[SignatureRow], trust: HostTrust, host: HostFacts, policy: PolicyConfig,
+          now: datetime) -> PlanVerdict:
+    """Every stored signature of ``plan`` judged for this host, and whether the plan may run here."""
+    content_hash = compute_content_hash(plan)
+    verdicts = _count([_check_row(r, plan, content_hash, trust, host, now) for r in rows], plan, policy)
+    refusal = None
+    vetoes = [v for v in verdicts if v.status == VETO]
+    counted = [v for v in verdicts if v.status == COUNTED]
+    if vetoes:
+        refusal = f"[rejected] plan {plan.plan_id} was rejected by {vetoes[0].who} (a valid signed rejection)"
+    elif len(counted) < policy.approvals_required:
+        missed = [v for v in verdicts if v.status == NOT_COUNTED
+                  and (v.statement is None or v.statement.action == "approve")]
+        lead = missed[0].rule if missed else "approvals_required"
+        refusal = (f"[{lead}] plan {plan.plan_id}: {len(counted)} of {policy.approvals_required} required signed "
+                   f"approval(s) of {content_hash[:19]}… valid on this host")
+        if counted:
+            refusal += f" (counted: {', '.join(v.who for v in counted)})"
+        if missed:
+            refusal += "; not counted: " + "; ".join(f"{v.who} [{v.rule}] {v.reason}" for v in missed)
+    return PlanVerdict(plan.plan_id, content_hash, policy.approvals_required, tuple(verdicts), refusal)
