@@ -1,0 +1,70 @@
+"""Progress hooks: long steps say where they are; whoever runs them decides how (or whether) it is shown.
+
+A step runs inside :func:`step`; inside it, code that knows how far it got calls :func:`advance` (cheap, and a
+no-op when nobody listens). The CLI installs a reporter (``pipelines.cli.progress``: a live line on a terminal,
+one line per step otherwise); without one, :func:`step` writes the two plain lines it always wrote to ``log``.
+No Spark, no terminal handling here: the pipeline, the loader and the executor can all call it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+
+class Reporter(Protocol):
+    def step_started(self, step: str, index: int, total: int) -> None: ...
+
+    def step_advanced(self, step: str, done: int, total: int | None, unit: str, size: int | None) -> None: ...
+
+    def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None: ...
+
+
+_reporter: Reporter | None = None
+_current: str | None = None
+
+
+@contextmanager
+def installed(reporter: Reporter) -> Iterator[Reporter]:
+    """Send the progress of the steps run inside the block to ``reporter``."""
+    global _reporter
+    previous, _reporter = _reporter, reporter
+    try:
+        yield reporter
+    finally:
+        _reporter = previous
+
+
+@contextmanager
+def step(name: str, index: int = 1, total: int = 1,
+         log: Callable[[str], None] = lambda _: None) -> Iterator[Callable[[str], None]]:
+    """Run a step; the block calls the yielded ``done(summary)`` once it succeeded."""
+    global _current
+    reporter = _reporter
+    started = time.monotonic()
+    if reporter is None:
+        log(f"[{index}/{total}] {name} ...")
+    else:
+        reporter.step_started(name, index, total)
+
+    def done(summary: str) -> None:
+        seconds = time.monotonic() - started
+        if reporter is None:
+            log(f"[{index}/{total}] {name} done in {seconds:.1f}s: {summary}")
+        else:
+            reporter.step_finished(name, index, total, seconds, summary)
+
+    previous, _current = _current, name
+    try:
+        yield done
+    finally:
+        _current = previous
+
+
+def advance(done: int, total: int | None = None, *, unit: str = "", size: int | None = None) -> None:
+    """The current step got ``done`` units (of ``total``, when known) and ``size`` bytes so far."""
+    reporter = _reporter
+    if reporter is not None and _current is not None:
+        reporter.step_advanced(_current, done, total, unit, size)
