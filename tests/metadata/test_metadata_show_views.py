@@ -25,8 +25,9 @@ def _dir(tmp_path: Path) -> Path:
     d = tmp_path / "__cluster_metadata-0"
     d.mkdir()
     base = [feature("metadata.version", 21), broker(1, 1, log_dirs=[did(1)], fenced=False),
-            broker(2, 2, log_dirs=[did(2)], fenced=True), topic("a", tid(1)), partition(tid(1), 0, [1]),
-            partition(tid(1), 1, [1]), topic("b", tid(2)), partition(tid(2), 0, [2])]
+            broker(2, 2, log_dirs=[did(2)], fenced=True), topic("a", tid(1)), partition(tid(1), 0, [1, 2], isr=[1]),
+            partition(tid(1), 1, [1], leader=-1, adding_replicas=(2,)), topic("b", tid(2)),
+            partition(tid(2), 0, [2])]
     (d / f"{0:020d}.log").write_bytes(encode_log(base[:4]))
     (d / SNAPSHOT).write_bytes(encode_snapshot(base))
     later = [remove(tid(2)), topic("b", tid(3)), partition(tid(3), 0, [1]), topic("c", tid(4)),
@@ -49,8 +50,10 @@ def test_summary_fits_a_screen_and_says_what_matters(tmp_path: Path) -> None:
     assert "offsets:    0 .. 9 (epoch 1)" in lines and "image:      COMPLETE" in lines
     assert "brokers:    2 (1 fenced)" in lines
     assert any(line.startswith("  2: FENCED") and str(did(2)) in line for line in lines)
-    assert ("topics:     2 topics, 3 partitions, 3 replicas; 0 under-replicated, 0 without leader, "
-            "0 reassigning") in lines
+    assert ("topics:     2 topics, 3 partitions, 4 replicas; 1 under-replicated, 1 without leader, "
+            "1 reassigning") in lines
+    largest = lines.index("largest topics (partitions x replication):")
+    assert lines[largest + 1].split() == ["a", "2", "x", "2"] and lines[largest + 2].split() == ["b", "1", "x", "1"]
     deletions = lines.index("deletions:  2 topic(s) deleted, most recent:")
     assert f"c {tid(4)}" in lines[deletions + 1] and f"b {tid(2)}" in lines[deletions + 2]
     assert lines[deletions + 3] == "recreations: 1 topic name(s) recreated with a new id, most recent:"
