@@ -21,6 +21,9 @@ class Reporter(Protocol):
 
     def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None: ...
 
+    def step_abandoned(self, step: str) -> None:
+        """The step raised: whatever it showed is taken down (the error is reported elsewhere)."""
+
 
 _reporter: Reporter | None = None
 _current: str | None = None
@@ -49,7 +52,11 @@ def step(name: str, index: int = 1, total: int = 1,
     else:
         reporter.step_started(name, index, total)
 
+    finished = False
+
     def done(summary: str) -> None:
+        nonlocal finished
+        finished = True
         seconds = time.monotonic() - started
         if reporter is None:
             log(f"[{index}/{total}] {name} done in {seconds:.1f}s: {summary}")
@@ -61,6 +68,8 @@ def step(name: str, index: int = 1, total: int = 1,
         yield done
     finally:
         _current = previous
+        if reporter is not None and not finished:
+            reporter.step_abandoned(name)
 
 
 def advance(done: int, total: int | None = None, *, unit: str = "", size: int | None = None) -> None:

@@ -55,6 +55,9 @@ class LineReporter:
     def step_advanced(self, step: str, done: int, total: int | None, unit: str, size: int | None) -> None:
         pass
 
+    def step_abandoned(self, step: str) -> None:
+        pass
+
     def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None:
         self.durations[step] = seconds
         prefix = f"[{index}/{total}] " if total > 1 else ""
@@ -94,11 +97,14 @@ class TerminalReporter(LineReporter):
         self._redraw()
 
     def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None:
+        self.step_abandoned(step)
+        super().step_finished(step, index, total, seconds, summary)
+
+    def step_abandoned(self, step: str) -> None:
         if self._stop is not None:
             self._stop.set()
         with self._lock:
             self._write("\r\x1b[K")
-        super().step_finished(step, index, total, seconds, summary)
 
     def _ticker(self, stop: threading.Event) -> None:
         while not stop.wait(_REDRAW_S):
