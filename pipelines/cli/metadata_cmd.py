@@ -43,7 +43,7 @@ def show(path: str, as_json: bool, records: bool, list_topics: bool, list_partit
     holds no metadata record at all (empty files, or no segment or snapshot) or, with --records, a record cannot
     be decoded.
     """
-    import fsspec
+    from pipelines.metadata.metadata_log_source import url_to_fs
 
     if records and (as_json or list_topics or list_partitions or list_events):
         raise click.UsageError("--records dumps records; it does not combine with --json, --topics, "
@@ -53,7 +53,7 @@ def show(path: str, as_json: bool, records: bool, list_topics: bool, list_partit
                                "or --events")
     options = storage_options(storage_option)
     try:
-        fs, root = fsspec.core.url_to_fs(path, **options)
+        fs, root = url_to_fs(path, options)
     except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or missing backend
         click.echo(f"logdir-gc metadata show: cannot open {path}: {exc}", err=True)
         sys.exit(UNREADABLE)
