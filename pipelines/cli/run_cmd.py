@@ -121,8 +121,7 @@ def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments:
                 click.echo(f"logdir-gc: warning: {note}", err=True)
             raise
     durations = {step.replace(" ", "_"): seconds for step, seconds in reporter.durations.items()}
-    metrics = record_run(config, run_id, {s.step: s.counts for s in report.steps}, durations,
-                         plan_id=report.plan_id)
+    metrics = record_run(config, run_id, durations, plan_id=report.plan_id)
     _print_report(report, config, as_json, metrics)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pipelines.config.models import AppConfig
 from pipelines.metrics import catalog as m
@@ -34,15 +33,20 @@ def run_file(config: AppConfig, run_id: str) -> str:
     return f"{metrics_dir(config).rstrip('/')}/logdir_gc_run_{config.cluster}_{run_id}.prom"
 
 
-def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_id: str | None) -> None:
+def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_id: str | None) -> bool:
     """Reclaimable and plannable bytes/dirs by broker and class, unexplained bytes per broker, crawl errors by
-    stage, plan items and bytes by class, from the run's (and its plan's) rows."""
+    stage, crawled dirs, plan items and bytes by class, from the run's (and its plan's) rows; returns whether the
+    run's crawl (``crawl_runs.status``) did not fail."""
     from pipelines.analytics.ledger import filesystem_ledger
     from pipelines.analytics.reclaim import garbage_dirs
     from pipelines.analytics.warehouse import open_warehouse
 
     cluster = config.cluster
     wh = open_warehouse(config.warehouse, cluster)
+    crawl = wh.frame("crawl_runs", {"run_id": run_id})
+    if crawl.empty:
+        raise LookupError(f"no crawl_runs row for run {run_id}")
+    families.set(m.CRAWLED_PARTITION_DIRS, int(crawl["partition_dirs"].iloc[0] or 0), cluster=cluster)
     garbage = garbage_dirs(wh, run_id)
     for (broker, cls), g in garbage.groupby(["broker_id", "class"]):
         labels = {"cluster": cluster, "broker": int(broker), "class": cls}
@@ -59,35 +63,29 @@ def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_i
     if items is None or items.empty:
         families.set(m.PLAN_ITEMS, 0, cluster=cluster, **{"class": "none"})
         families.set(m.PLAN_BYTES, 0, cluster=cluster, **{"class": "none"})
-        return
-    for cls, g in items.groupby("class"):
-        families.set(m.PLAN_ITEMS, len(g), cluster=cluster, **{"class": cls})
-        families.set(m.PLAN_BYTES, int(g["bytes"].sum()), cluster=cluster, **{"class": cls})
+    else:
+        for cls, g in items.groupby("class"):
+            families.set(m.PLAN_ITEMS, len(g), cluster=cluster, **{"class": cls})
+            families.set(m.PLAN_BYTES, int(g["bytes"].sum()), cluster=cluster, **{"class": cls})
+    return crawl["status"].iloc[0] != "failed"
 
 
-def report_figures(families: Families, cluster: str, steps: Mapping[str, Mapping[str, Any]],
-                   durations: Mapping[str, float]) -> bool:
-    """Crawled dirs and step durations; returns whether the crawl did not fail."""
-    for step, seconds in durations.items():
-        families.set(m.STEP_DURATION, seconds, cluster=cluster, step=step)
-    crawl = steps.get("crawl", {})
-    if "partition_dirs" in crawl:
-        families.set(m.CRAWLED_PARTITION_DIRS, crawl["partition_dirs"], cluster=cluster)
-    return crawl.get("status") != "failed"
-
-
-def record_run(config: AppConfig, run_id: str, steps: Mapping[str, Mapping[str, Any]],
-               durations: Mapping[str, float], *, plan_id: str | None, now: float | None = None) -> MetricsOutcome:
-    """Metrics of a run that completed every step: written to its file, then pushed (replacing the group)."""
+def record_run(config: AppConfig, run_id: str, durations: Mapping[str, float], *, plan_id: str | None,
+               now: float | None = None) -> MetricsOutcome:
+    """Metrics of a run that completed every step (``durations``: seconds per step, when measured): written to
+    its file, then pushed (replacing the group). A run whose crawl failed, or whose rows cannot be read, is not a
+    success."""
     now = time.time() if now is None else now
     cluster = config.cluster
     families = Families()
     outcome = MetricsOutcome()
     try:
-        warehouse_figures(families, config, run_id, plan_id)
+        crawl_ok = warehouse_figures(families, config, run_id, plan_id)
     except Exception as exc:  # metrics never fail a run; the note says what is missing
         outcome.notes.append(f"metrics: warehouse figures left out ({type(exc).__name__}: {exc})")
-    crawl_ok = report_figures(families, cluster, steps, durations)
+        crawl_ok = False
+    for step, seconds in durations.items():
+        families.set(m.STEP_DURATION, seconds, cluster=cluster, step=step)
     families.set(m.RUN_TIMESTAMP, now, cluster=cluster)
     families.set(m.RUN_SUCCESS, 1 if crawl_ok else 0, cluster=cluster)
     if crawl_ok:

@@ -46,8 +46,7 @@ def written(demo: DemoWarehouse, tmp_path_factory: pytest.TempPathFactory) -> se
     config = config_from_dict({"cluster": demo.cluster, "warehouse": str(demo.warehouse),
                                "metrics": {"dir": str(tmp / "runs"), "textfile_dir": str(tmp / "textfile")}},
                               origin="test")
-    run = record_run(config, "run-2", {"crawl": {"status": "succeeded", "partition_dirs": 1}}, {"crawl": 1.0},
-                     plan_id=demo.plans[1])
+    run = record_run(config, "run-2", {"crawl": 1.0}, plan_id=demo.plans[1])
     em.record_apply(config, 1, [("quarantined", 10), ("skipped", 0)])
     em.record_refusal(config, 1, "lock_held")
     em.record_purge(config, 1, 1, 10)

@@ -15,7 +15,6 @@ from pipelines.metrics import catalog
 from pipelines.metrics.run_metrics import record_failed_run, record_run, run_file
 from tests.analytics.demo_warehouse import DemoWarehouse
 
-STEPS = {"crawl": {"status": "succeeded", "partition_dirs": 61}, "plan": {}}
 DURATIONS = {"crawl": 3.5, "ingest_metadata": 0.5, "detect": 2.0, "plan": 1.25}
 
 
@@ -26,7 +25,7 @@ def _config(demo: DemoWarehouse, **metrics: object) -> AppConfig:
 
 def test_run_file_matches_the_warehouse_rows(demo: DemoWarehouse, tmp_path: Path) -> None:
     config = _config(demo, dir=str(tmp_path / "m"))
-    outcome = record_run(config, "run-2", STEPS, DURATIONS, plan_id=demo.plans[1], now=1_700_000_000.0)
+    outcome = record_run(config, "run-2", DURATIONS, plan_id=demo.plans[1], now=1_700_000_000.0)
     assert outcome.notes == [] and outcome.file == run_file(config, "run-2")
     assert Path(outcome.file).name == f"logdir_gc_run_{demo.cluster}_run-2.prom"
     types, samples = parse(Path(outcome.file).read_text())
@@ -66,7 +65,8 @@ def test_run_file_matches_the_warehouse_rows(demo: DemoWarehouse, tmp_path: Path
         assert value(samples, "logdir_gc_step_duration_seconds", cluster=demo.cluster, step=step) == seconds
     assert value(samples, "logdir_gc_run_success", cluster=demo.cluster) == 1
     assert value(samples, "logdir_gc_last_success_timestamp_seconds", cluster=demo.cluster) == 1_700_000_000.0
-    assert value(samples, "logdir_gc_crawled_partition_dirs", cluster=demo.cluster) == 61
+    crawl = store.read_rows("crawl_runs", {"run_id": "run-2"})[0]
+    assert value(samples, "logdir_gc_crawled_partition_dirs", cluster=demo.cluster) == crawl["partition_dirs"] > 0
 
 
 def test_a_failed_run_or_crawl_is_not_a_success(demo: DemoWarehouse, tmp_path: Path) -> None:
@@ -74,11 +74,21 @@ def test_a_failed_run_or_crawl_is_not_a_success(demo: DemoWarehouse, tmp_path: P
     _, samples = parse(Path(record_failed_run(config, "run-x", now=5.0).file).read_text())
     assert value(samples, "logdir_gc_run_success", cluster=demo.cluster) == 0
     assert not select(samples, "logdir_gc_last_success_timestamp_seconds")
-    failed_crawl = {"crawl": {"status": "failed", "partition_dirs": 0}}
-    _, samples = parse(Path(record_run(config, "run-2", failed_crawl, {}, plan_id=None).file).read_text())
+    missing = record_run(config, "run-9", {}, plan_id=None)  # no crawl_runs row: not a success, said why
+    assert len(missing.notes) == 1 and "no crawl_runs row for run run-9" in missing.notes[0]
+    _, samples = parse(Path(missing.file).read_text())
     assert value(samples, "logdir_gc_run_success", cluster=demo.cluster) == 0
     assert not select(samples, "logdir_gc_last_success_timestamp_seconds")
+    _, samples = parse(Path(record_run(config, "run-1", {}, plan_id=None).file).read_text())
     assert value(samples, "logdir_gc_plan_items", cluster=demo.cluster, **{"class": "none"}) == 0
+    assert value(samples, "logdir_gc_run_success", cluster=demo.cluster) == 1
+
+    store = demo.store()  # a run whose crawl failed: every step ran, but it is no success
+    failed = {**store.read_rows("crawl_runs", {"run_id": "run-2"})[0], "run_id": "run-failed", "status": "failed"}
+    store.overwrite_partition("crawl_runs", {"run_id": "run-failed"}, [failed])
+    _, samples = parse(Path(record_run(config, "run-failed", {}, plan_id=None).file).read_text())
+    assert value(samples, "logdir_gc_run_success", cluster=demo.cluster) == 0
+    assert not select(samples, "logdir_gc_last_success_timestamp_seconds")
 
 
 def _gateway(url: str) -> dict:
@@ -89,7 +99,7 @@ def _gateway(url: str) -> dict:
 def test_pushes_reach_a_real_pushgateway(demo: DemoWarehouse, tmp_path: Path, pushgateway: str) -> None:
     config = _config(demo, dir=str(tmp_path), pushgateway_url=pushgateway + "/", pushgateway_job="klgc_test")
     group = {"job": "klgc_test", "cluster": demo.cluster, "instance": ""}
-    ok = record_run(config, "run-2", STEPS, DURATIONS, plan_id=demo.plans[1], now=1000.0)
+    ok = record_run(config, "run-2", DURATIONS, plan_id=demo.plans[1], now=1000.0)
     assert ok.notes == [] and ok.pushed_to == f"{pushgateway}/metrics/job/klgc_test/cluster/{demo.cluster}"
     pushed = _gateway(pushgateway)
     _, written = parse(Path(ok.file).read_text())
@@ -104,7 +114,7 @@ def test_pushes_reach_a_real_pushgateway(demo: DemoWarehouse, tmp_path: Path, pu
     assert value(pushed, "logdir_gc_run_timestamp_seconds", **group) == 2000.0
     assert value(pushed, "logdir_gc_last_success_timestamp_seconds", **group) == 1000.0
 
-    record_run(config, "run-1", STEPS, {}, plan_id=None, now=3000.0)  # PUT: series of the previous run go
+    record_run(config, "run-1", {}, plan_id=None, now=3000.0)  # PUT: series of the previous run go
     pushed = _gateway(pushgateway)
     assert not select(pushed, "logdir_gc_step_duration_seconds")
     assert {dict(k)["class"] for k in select(pushed, "logdir_gc_plan_items")} == {"none"}
@@ -112,6 +122,6 @@ def test_pushes_reach_a_real_pushgateway(demo: DemoWarehouse, tmp_path: Path, pu
 
 def test_an_unreachable_pushgateway_is_a_note_not_a_failure(demo: DemoWarehouse, tmp_path: Path) -> None:
     config = _config(demo, dir=str(tmp_path), pushgateway_url="http://127.0.0.1:9", push_timeout_s=2)
-    outcome = record_run(config, "run-2", STEPS, DURATIONS, plan_id=demo.plans[1])
+    outcome = record_run(config, "run-2", DURATIONS, plan_id=demo.plans[1])
     assert outcome.pushed_to is None and Path(outcome.file).exists()
     assert len(outcome.notes) == 1 and "push to http://127.0.0.1:9 failed" in outcome.notes[0]
