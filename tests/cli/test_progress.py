@@ -65,3 +65,40 @@ def test_without_a_reporter_the_two_plain_lines() -> None:
         done("dirs=5")
     assert lines[0] == "[3/4] detect ..." and lines[1].startswith("[3/4] detect done in ")
     assert lines[1].endswith("s: dirs=5")
+
+
+class _Recorder(LineReporter):
+    def __init__(self) -> None:
+        super().__init__(io.StringIO())
+        self.advances: list[tuple[str, int, int | None, str, int | None]] = []
+
+    def step_advanced(self, step: str, done: int, total: int | None, unit: str, size: int | None) -> None:
+        self.advances.append((step, done, total, unit, size))
+
+
+def test_the_executor_reports_items_applied_and_purged_with_bytes(tmp_path) -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "execute"))
+    from exec_world import backdate_journal, build_world
+
+    from pipelines.execute.apply import apply_plan
+    from pipelines.execute.purge import purge
+
+    w = build_world(tmp_path)
+    recorder = _Recorder()
+    with progress.installed(recorder):
+        with progress.step("apply") as done:
+            report = apply_plan(w.config, w.store, "plan-1", 1, execute=True)
+            done("")
+        backdate_journal(w.state_dir, hours=2)
+        with progress.step("purge") as done:
+            purged = purge(w.config, 1, older_than_ms=3_600_000, execute=True, store=w.store)
+            done("")
+    applied = [a for a in recorder.advances if a[0] == "apply" and a[3] == "items applied"]  # (it re-reads
+    # the controller metadata too: "records replayed")
+    assert [a[1:4] for a in applied] == [(1, 3, "items applied"), (2, 3, "items applied"), (3, 3, "items applied")]
+    assert applied[-1][4] == report.bytes_quarantined == w.plan.total_bytes
+    removed = [a for a in recorder.advances if a[0] == "purge"]
+    assert removed[-1][1:] == (3, 3, "items purged", purged.expected_bytes)
