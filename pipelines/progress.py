@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol
 
 
@@ -25,27 +26,26 @@ class Reporter(Protocol):
         """The step raised: whatever it showed is taken down (the error is reported elsewhere)."""
 
 
-_reporter: Reporter | None = None
-_current: str | None = None
+# context variables, not globals: two threads (concurrent applies) each see only their own reporter and step
+_reporter: ContextVar[Reporter | None] = ContextVar("progress_reporter", default=None)
+_current: ContextVar[str | None] = ContextVar("progress_step", default=None)
 
 
 @contextmanager
 def installed(reporter: Reporter) -> Iterator[Reporter]:
-    """Send the progress of the steps run inside the block to ``reporter``."""
-    global _reporter
-    previous, _reporter = _reporter, reporter
+    """Send the progress of the steps run inside the block (in this thread) to ``reporter``."""
+    token = _reporter.set(reporter)
     try:
         yield reporter
     finally:
-        _reporter = previous
+        _reporter.reset(token)
 
 
 @contextmanager
 def step(name: str, index: int = 1, total: int = 1,
          log: Callable[[str], None] = lambda _: None) -> Iterator[Callable[[str], None]]:
     """Run a step; the block calls the yielded ``done(summary)`` once it succeeded."""
-    global _current
-    reporter = _reporter
+    reporter = _reporter.get()
     started = time.monotonic()
     if reporter is None:
         log(f"[{index}/{total}] {name} ...")
@@ -63,17 +63,18 @@ def step(name: str, index: int = 1, total: int = 1,
         else:
             reporter.step_finished(name, index, total, seconds, summary)
 
-    previous, _current = _current, name
+    token = _current.set(name)
     try:
         yield done
     finally:
-        _current = previous
+        _current.reset(token)
         if reporter is not None and not finished:
             reporter.step_abandoned(name)
 
 
 def advance(done: int, total: int | None = None, *, unit: str = "", size: int | None = None) -> None:
     """The current step got ``done`` units (of ``total``, when known) and ``size`` bytes so far."""
-    reporter = _reporter
-    if reporter is not None and _current is not None:
-        reporter.step_advanced(_current, done, total, unit, size)
+    reporter = _reporter.get()
+    current = _current.get()
+    if reporter is not None and current is not None:
+        reporter.step_advanced(current, done, total, unit, size)

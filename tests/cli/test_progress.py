@@ -102,3 +102,33 @@ def test_the_executor_reports_items_applied_and_purged_with_bytes(tmp_path) -> N
     assert applied[-1][4] == report.bytes_quarantined == w.plan.total_bytes
     removed = [a for a in recorder.advances if a[0] == "purge"]
     assert removed[-1][1:] == (3, 3, "items purged", purged.expected_bytes)
+
+
+def test_threads_do_not_share_a_reporter() -> None:
+    """Concurrent applies (the safety tests run two at once) each install a reporter; none is left behind when
+    the first to start is the first to finish (what a single global got wrong)."""
+    import threading
+
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with progress.installed(LineReporter(io.StringIO())):
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(5)
+        with progress.installed(LineReporter(io.StringIO())):
+            second_in.set()
+            first_out.wait(5)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines: list[str] = []
+    with progress.step("plan", 4, 4, lines.append) as done:
+        done("")
+    assert len(lines) == 2  # no reporter left behind: the plain lines
