@@ -17,8 +17,8 @@ from pipelines.metrics import catalog as m
 from pipelines.metrics.families import Families
 from pipelines.metrics.textfile import file_lock, read_samples, write_atomic
 
-_ITEM_OUTCOMES = {"quarantined": "quarantined", "already_done": "quarantined", "skipped": "skipped",
-                  "failed": "failed"}
+_ITEM_OUTCOMES = {"quarantined": "quarantined", "skipped": "skipped", "failed": "failed"}
+"""Report actions counted: ``already_done`` (quarantined by an earlier run of the same plan) is not counted twice."""
 
 
 def textfile_path(config: AppConfig, broker: int) -> Path | None:
