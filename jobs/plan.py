@@ -3,13 +3,15 @@
     spark-submit jobs/plan.py --config conf/example.yaml --run-id 20240601T000000Z [--created-by NAME]
 
 Every candidate is re-classified in plain Python against the controller image; any disagreement aborts with a
-report under the plans dir and exit code 1 (``PlanError``).
+report under the plans dir and exit code 1 (``PlanError``). The last job of a run: it writes the run's metrics
+(``metrics:`` config; step durations are only known to ``logdir-gc run``).
 """
 
 from __future__ import annotations
 
 import getpass
 
+from pipelines.metrics.run_metrics import record_run
 from pipelines.orchestrate.job_args import job_context, run_job
 from pipelines.orchestrate.steps import plan_step
 
@@ -22,6 +24,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"plan {ctx.run_id}: {report.counts}")
     for note in report.notes:
         print(f"note: {note}")
+    metrics = record_run(ctx.config, ctx.run_id, {}, plan_id=report.counts.get("plan_id"))
+    print(f"metrics: {metrics.file}" + (f" (pushed to {metrics.pushed_to})" if metrics.pushed_to else ""))
+    for note in metrics.notes:
+        print(f"warning: {note}")
 
 
 if __name__ == "__main__":

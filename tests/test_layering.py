@@ -11,7 +11,8 @@ import pytest
 
 import pipelines
 
-SPARK_FREE = ("kafka", "metadata", "plan", "execute", "cli", "config", "simulate", "analytics", "signing")
+SPARK_FREE = ("kafka", "metadata", "plan", "execute", "cli", "config", "simulate", "analytics", "signing",
+              "metrics")
 ROOT = Path(pipelines.__file__).resolve().parent
 
 

@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from pipelines.cli.executor_hooks import action_counts, applied, record, step
 from pipelines.cli.exit_codes import FAILED, PRECONDITION
 from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_options
 from pipelines.config.duration import parse_duration_ms
 from pipelines.config.models import AppConfig
 from pipelines.errors import ConfigError
+from pipelines.plan.render import human_bytes
 
 if TYPE_CHECKING:
     from pipelines.execute.restore import RestoreReport
@@ -63,8 +65,12 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
     from pipelines.execute.apply import apply_plan
 
     app = load_app(config_path, warehouse, need_config=True)
-    report = apply_plan(app, open_store(app), plan_id, broker, execute=_execute(dry_run, execute),
-                        plan_file=plan_file)
+    executed = _execute(dry_run, execute)
+    with step(f"apply plan {plan_id} on broker {broker}") as done:
+        report = applied(app, broker, executed, lambda: apply_plan(app, open_store(app), plan_id, broker,
+                                                                   execute=executed, plan_file=plan_file))
+        done(action_counts(report.items)
+             + (f"; {human_bytes(report.bytes_quarantined)} quarantined" if report.executed else ""))
     lines = [f"{'APPLY' if report.executed else 'DRY RUN'} plan {plan_id} on broker {broker}"]
     lines += [f"  {i.action:<16} {i.path}" + (f"  ({i.reason})" if i.reason else "") for i in report.items]
     lines += [f"  problem: {p}" for p in report.problems]
@@ -91,11 +97,19 @@ def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool
     Exits 9 when an item was refused (or, with --execute, skipped), 5 when the plan is unknown.
     """
     from pipelines.execute.restore import restore as do_restore
+    from pipelines.metrics import executor_metrics as em
 
     app = load_app(config_path, warehouse, need_config=True)
     executed = _execute(dry_run, execute)
     store = open_store(app)
-    reports = [do_restore(app, store, plan_id, b, item_id=item_id, execute=executed) for b in _brokers(app, broker)]
+    reports = []
+    for b in _brokers(app, broker):
+        with step(f"restore plan {plan_id} on broker {b}") as done:
+            r = do_restore(app, store, plan_id, b, item_id=item_id, execute=executed)
+            done(f"{len(r.restored)} {'restored' if r.executed else 'to restore'}, {len(r.skipped)} skipped")
+        if r.executed and r.restored:
+            record(em.record_restore, app, b, [r.paths[i] for i in r.restored])
+        reports.append(r)
     lines = [line for r in reports for line in _restore_lines(r)]
     emit(as_json, [r.to_dict() for r in reports], "\n".join(lines))
     if any(r.failed or (r.executed and r.skipped) for r in reports):
@@ -132,11 +146,19 @@ def purge(older_than: str | None, broker: int | None, dry_run: bool, execute: bo
     Exits 9 when an item was left alone because a check refused it (each is listed with the reason).
     """
     from pipelines.execute.purge import purge as do_purge
+    from pipelines.metrics import executor_metrics as em
 
     app = load_app(config_path, warehouse, need_config=True)
     store = open_store(app)
-    reports = [do_purge(app, b, older_than_ms=_duration(older_than), execute=_execute(dry_run, execute),
-                        store=store) for b in _brokers(app, broker)]
+    reports = []
+    for b in _brokers(app, broker):
+        with step(f"purge on broker {b}") as done:
+            r = do_purge(app, b, older_than_ms=_duration(older_than), execute=_execute(dry_run, execute),
+                         store=store)
+            done(f"{len(r.items)} items {'purged' if r.executed else 'due'}, {human_bytes(r.expected_bytes)}")
+        if r.executed and r.items:
+            record(em.record_purge, app, b, len(r.items), r.expected_bytes)
+        reports.append(r)
     lines = []
     for r in reports:
         lines.append(f"broker {r.broker_id}: {'purged' if r.executed else 'would purge'} {len(r.items)} items, "

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 import click
 
+from pipelines.cli import fast_exit
 from pipelines.cli.exit_codes import code_for
 
 COMMANDS: MappingProxyType[str, str] = MappingProxyType(
@@ -60,6 +61,8 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: errors of the project's families become one line on stderr and an exit code."""
+    if argv is None:
+        fast_exit.arm()
     try:
         code = cli.main(args=argv, prog_name="logdir-gc", standalone_mode=False)
     except click.exceptions.Abort:
@@ -74,7 +77,9 @@ def main(argv: list[str] | None = None) -> None:
         code = code_for(exc)  # re-raises anything that is not one of our families: a bug shows its traceback
         click.echo(f"logdir-gc: error: {exc}", err=True)
         sys.exit(code)
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    fast_exit.finish(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,7 @@ def _parse(out: str) -> list[dict[str, Any]]:
 
 def run_worker(config_path: str | None, warehouse: str | None, broker: int, deadline: float) -> list[dict[str, Any]]:
     """Apply every executable plan with items for ``broker`` until ``deadline`` (seconds since the epoch)."""
+    from pipelines.cli.executor_hooks import applied
     from pipelines.execute.apply import apply_plan
     from pipelines.plan import approval
 
@@ -80,7 +81,8 @@ def run_worker(config_path: str | None, warehouse: str | None, broker: int, dead
         try:
             if not any(i.broker_id == broker for i in record.plan().items):
                 continue
-            report = apply_plan(app, store, record.plan_id, broker, execute=True, deadline=mono_deadline)
+            report = applied(app, broker, True, lambda r=record: apply_plan(app, store, r.plan_id, broker,
+                                                                            execute=True, deadline=mono_deadline))
             results.append(report.to_dict())
         except ExecutorBusy as exc:
             results.append({"plan_id": record.plan_id, "refused": str(exc)})

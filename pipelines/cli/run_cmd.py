@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,9 +18,27 @@ from pipelines.cli.exit_codes import USAGE
 from pipelines.config import AppConfig, config_from_dict, load_config
 from pipelines.errors import ConfigError
 
+if TYPE_CHECKING:
+    from pipelines.metrics.run_metrics import MetricsOutcome
+
 
 def _progress(line: str) -> None:
     click.echo(line, err=True)
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 points at stderr for the block, so stdout carries only the report: the Spark JVM started
+    inside inherits it (Ivy prints ``:: loading settings ::`` there), and so does anything else it starts."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _parse_logdirs(values: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -54,9 +75,13 @@ def build_config(config_file: str | None, *, logdirs: tuple[str, ...], metadata:
     return config_from_dict({"cluster": "default", **overrides}, origin="command line")
 
 
-def _print_report(report: Any, config: AppConfig, as_json: bool) -> None:
+def _print_report(report: Any, config: AppConfig, as_json: bool, metrics: MetricsOutcome) -> None:
+    for note in metrics.notes:
+        click.echo(f"logdir-gc: warning: {note}", err=True)
     if as_json:
-        click.echo(json.dumps(report.to_json_dict(), indent=2, sort_keys=True, default=str))
+        doc = {**report.to_json_dict(), "metrics": {"file": metrics.file, "pushed_to": metrics.pushed_to,
+                                                     "notes": metrics.notes}}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
         return
     detect = next(s for s in report.steps if s.step == "detect")
     plan = next(s for s in report.steps if s.step == "plan")
@@ -75,14 +100,29 @@ def _print_report(report: Any, config: AppConfig, as_json: bool) -> None:
         click.echo(f"review:  logdir-gc plans show {report.plan_id} --warehouse {config.warehouse}")
     else:
         click.echo("plan:    nothing plannable in this run")
+    if metrics.file:
+        click.echo(f"metrics: {metrics.file}" + (f" (pushed to {metrics.pushed_to})" if metrics.pushed_to else ""))
 
 
 def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments: bool) -> None:
+    from pipelines import progress
+    from pipelines.cli.progress import reporter_for
+    from pipelines.metrics.run_metrics import record_failed_run, record_run
     from pipelines.orchestrate import new_run_id, run_pipeline
 
-    report = run_pipeline(config, run_id or new_run_id(), created_by=getpass.getuser(), progress=_progress,
-                          include_segments=include_segments)
-    _print_report(report, config, as_json)
+    run_id = run_id or new_run_id()
+    reporter = reporter_for()
+    with progress.installed(reporter), stdout_to_stderr():
+        try:
+            report = run_pipeline(config, run_id, created_by=getpass.getuser(), progress=reporter.note,
+                                  include_segments=include_segments)
+        except Exception:
+            for note in record_failed_run(config, run_id).notes:
+                click.echo(f"logdir-gc: warning: {note}", err=True)
+            raise
+    durations = {step.replace(" ", "_"): seconds for step, seconds in reporter.durations.items()}
+    metrics = record_run(config, run_id, durations, plan_id=report.plan_id)
+    _print_report(report, config, as_json, metrics)
 
 
 @click.command("run")

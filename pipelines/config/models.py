@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pipelines.config.duration import parse_duration_ms
+from pipelines.config.metrics_config import MetricsConfig
 
 #: The grace period can never be configured below this (cf. Iceberg's 24 h floor for orphan-file removal).
 MIN_GRACE_FLOOR_MS = 3_600_000
@@ -219,6 +220,7 @@ class AppConfig(_Strict):
     executor: ExecutorConfig = ExecutorConfig()
     signing: SigningConfig = SigningConfig()
     spark: SparkConfig = SparkConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
     @model_validator(mode="after")
     def _unique_brokers(self) -> AppConfig:

@@ -48,6 +48,7 @@ from pipelines.kafka.listing import LocalLister
 from pipelines.plan import approval, broker_status
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, PlanItem
+from pipelines.progress import advance
 from pipelines.tables.base import TableStore
 
 
@@ -180,6 +181,7 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
             areas = quarantine_areas(config, log_dirs, create=True)
             broker_status.record(store, plan_id, broker_id, approval.APPLYING)
             journal.write(plan_id, "", "run", INTENT, content_hash=record.content_hash, items=len(items))
+            moved = 0
             for item in items:
                 if deadline is not None and time.monotonic() > deadline:
                     report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}",
@@ -189,6 +191,8 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
                 assert area is not None
                 report.items.append(_apply_item(item, plan, record.content_hash, history.get(item.item_id, []),
                                                 journal, area, broker_id, controller, host))
+                moved += report.items[-1].bytes if report.items[-1].action == "quarantined" else 0
+                advance(len(report.items), len(items), unit="items applied", size=moved)
             journal.write(plan_id, "", "run", DONE, done=report.count("quarantined", "already_done"),
                           skipped=report.count("skipped"), failed=report.count("failed"))
             absences.add(controller.noticed_absent)

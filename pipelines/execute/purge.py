@@ -35,6 +35,7 @@ from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
 from pipelines.kafka.listing import LocalLister
 from pipelines.plan import approval, broker_status
 from pipelines.plan import policy as rules
+from pipelines.progress import advance
 from pipelines.tables.base import TableStore
 
 
@@ -166,6 +167,7 @@ def purge(config: AppConfig, broker_id: int, *, older_than_ms: int | None = None
             return report
         pacer = Pacer(config.executor.purge_bytes_per_second, config.executor.purge_files_per_second, sleep=sleep)
         before = {str(q.area.log_dir): free_bytes(q.area.log_dir) for q, _ in due}
+        purged = purged_bytes = 0
         for q, verdict in due:
             m = q.manifest
             assert m is not None
@@ -181,6 +183,9 @@ def purge(config: AppConfig, broker_id: int, *, older_than_ms: int | None = None
                 report.failed[f"{q.plan_id}/{q.item_id}"] = f"removal stopped: {exc}"
                 continue
             journal.write(q.plan_id, q.item_id, "purge", DONE, bytes=m.bytes)
+            purged += 1
+            purged_bytes += m.bytes
+            advance(purged, len(due), unit="items purged", size=purged_bytes)
         os.sync()
         report.measured_bytes = {d: free_bytes(d) - b for d, b in before.items()}
         if store is not None:

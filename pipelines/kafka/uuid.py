@@ -17,6 +17,9 @@ _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 _MASK64 = (1 << 64) - 1
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_TEXT: dict[tuple[int, int], str] = {}
+"""``str(uuid)`` of recently printed ids; cleared when it reaches ``_TEXT_MAX`` entries."""
+_TEXT_MAX = 1 << 16
 
 
 class Uuid(tuple):
@@ -98,9 +101,15 @@ class Uuid(tuple):
         return (self[0] << 64 | self[1]).to_bytes(16, "big")
 
     def __str__(self) -> str:
-        """Kafka's text form: 22 characters of unpadded base64url."""
-        raw = (self[0] << 64 | self[1]).to_bytes(16, "big")
-        return binascii.b2a_base64(raw, newline=False)[:22].translate(_URLSAFE).decode("ascii")
+        """Kafka's text form: 22 characters of unpadded base64url (remembered: a replay prints each directory id
+        once per partition)."""
+        text = _TEXT.get(self)
+        if text is None:
+            if len(_TEXT) >= _TEXT_MAX:
+                _TEXT.clear()
+            raw = (self[0] << 64 | self[1]).to_bytes(16, "big")
+            text = _TEXT[self] = binascii.b2a_base64(raw, newline=False)[:22].translate(_URLSAFE).decode("ascii")
+        return text
 
     def hex(self) -> str:
         """32 lowercase hex digits, no dashes."""

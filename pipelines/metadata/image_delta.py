@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from pipelines.errors import ReplayError
+from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata import events as ev
 from pipelines.metadata.image import (
@@ -33,6 +34,8 @@ from pipelines.metadata.image import (
 )
 from pipelines.metadata.image_part_delta import MapDelta
 from pipelines.metadata.topics_image_delta import TopicsDelta
+
+_new_event = fast_constructor(ev.MetadataEvent)
 
 __all__ = ["BROKER_RESOURCE", "FaultHandler", "MetadataDelta", "RecordLike", "raise_on_fault"]
 
@@ -162,8 +165,7 @@ class MetadataDelta:
              detail: dict[str, Any]) -> None:
         if self.from_snapshot:
             detail["from_snapshot"] = True
-        self.events.append(ev.MetadataEvent(self._offset, self._timestamp_ms, event, topic_id, topic, partition,
-                                            detail))
+        self.events.append(_new_event(self._offset, self._timestamp_ms, event, topic_id, topic, partition, detail))
 
     def finish_snapshot(self) -> None:
         """The records replayed so far were a FULL image: drop everything of the base they did not mention."""

@@ -14,12 +14,11 @@ in the directory tells them apart.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-
-import fsspec
 
 from pipelines.errors import DecodeError
 from pipelines.kafka.checkpoints import read_leader_epoch_checkpoint
@@ -34,6 +33,7 @@ from pipelines.metadata.image import MetadataImage
 from pipelines.metadata.image_delta import FaultHandler
 from pipelines.metadata.loader import MetadataLoader
 from pipelines.metadata.source import ControllerSource, ControllerView
+from pipelines.progress import advance
 
 __all__ = ["FileUse", "MetadataLogSource", "ReplayResult", "load_metadata"]
 
@@ -49,6 +49,8 @@ class FileUse:
     first_offset: int | None = None
     last_offset: int | None = None
     note: str = ""
+    first_timestamp_ms: int | None = None
+    """Append time of the first record used (a snapshot: its LastContainedLogTimestamp)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +68,40 @@ class ReplayResult:
         return self.image.complete
 
 
+class LocalFs:
+    """The few filesystem calls a metadata load makes, on a plain local path, without importing fsspec (a third
+    of ``metadata show``'s start-up)."""
+
+    protocol = ("file", "local")
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def ls(self, path: str, detail: bool = False) -> list[str]:
+        return [os.path.join(path, name) for name in os.listdir(path)]
+
+    def cat_file(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def url_to_fs(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """``fsspec.core.url_to_fs``, or :class:`LocalFs` for a plain path (no scheme) without storage options."""
+    if "://" not in url and "::" not in url and not storage_options:
+        return LocalFs(), os.path.abspath(url)
+    import fsspec
+
+    return fsspec.core.url_to_fs(url, **(storage_options or {}))
+
+
 class _Source:
     """Reads files through fsspec; local files are memory-mapped by the codec instead of copied."""
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None) -> None:
-        self.fs, self.path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        self.fs, self.path = url_to_fs(url, storage_options)
         self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
 
     def data(self, path: str) -> Any:
@@ -93,15 +124,15 @@ class _Run:
         self.read_any = False
         self.snapshot_timestamp_ms: int | None = None
 
-    def raw_entries(self, log: MetadataLog, name: str, start: int, first: list[int]) -> Iterator[tuple]:
+    def raw_entries(self, log: MetadataLog, name: str, start: int, first: list[tuple[int, int]]) -> Iterator[tuple]:
         """``log.iter_raw()`` items at or after ``start``, checking that offsets are contiguous; ``first`` gets
-        the first offset passed on. Needs ``expected >= start`` (set by the callers)."""
+        the first (offset, batch timestamp) passed on. Needs ``expected >= start`` (set by the callers)."""
         items = log.iter_raw()
         for item in items:  # up to the first item passed on
             offset = item[0]
             if offset != self.expected and not self._accept(offset, name, start):
                 continue
-            first.append(offset)
+            first.append((offset, item[1]))
             self.read_any = True
             self.expected = offset + 1
             yield item
@@ -180,9 +211,10 @@ def _load_snapshot(run: _Run, src: _Source, path: str) -> bool:
         run.files.append(FileUse(name, "checkpoint", False, note="invalid: " + "; ".join(problems)))
         return False
     run.files.append(FileUse(name, "checkpoint", True, outcome.records, 0, log.last_offset,
-                             note=f"end offset {end}, epoch {epoch}"))
+                             note=f"end offset {end}, epoch {epoch}", first_timestamp_ms=outcome.timestamp_ms))
     run.expected = end
     run.snapshot_timestamp_ms = outcome.timestamp_ms
+    advance(outcome.records, unit="records replayed")
     return True
 
 
@@ -191,7 +223,7 @@ def _replay_segment(run: _Run, src: _Source, path: str, start: int) -> None:
     try:
         log = iter_metadata_log(src.data(path), on_error="stop")
         before = run.loader.records_seen
-        first_seen: list[int] = []
+        first_seen: list[tuple[int, int]] = []
         run.loader.replay_raw(run.raw_entries(log, name, start, first_seen))
     except OSError as exc:
         run.errors.append(f"{name}: unreadable segment ({exc})")
@@ -199,9 +231,11 @@ def _replay_segment(run: _Run, src: _Source, path: str, start: int) -> None:
         run.files.append(FileUse(name, "log", False, note=f"unreadable: {exc}"))
         return
     run.log_problems(log, name)
+    advance(run.loader.records_seen, unit="records replayed")
     count = run.loader.records_seen - before
-    run.files.append(FileUse(name, "log", True, count, first_seen[0] if first_seen else None,
-                             log.last_offset if count else None))
+    first_offset, first_ts = first_seen[0] if first_seen else (None, None)
+    run.files.append(FileUse(name, "log", True, count, first_offset, log.last_offset if count else None,
+                             first_timestamp_ms=first_ts))
 
 
 def _load_dir(run: _Run, src: _Source, snapshot: str) -> ReplayResult:

@@ -51,7 +51,7 @@ def partition_from_record(fields: Mapping[str, Any]) -> PartitionImage:
     dirs = tuple(raw_dirs) if raw_dirs else ()
     if dirs and len(dirs) != len(replicas):
         raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
-    return PartitionImage(
+    return _new_partition(
         fields["partition_id"],
         replicas,
         _ints(fields.get("isr")),

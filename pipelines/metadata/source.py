@@ -16,14 +16,16 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pipelines.config.models import MetadataConfig
 from pipelines.errors import ConfigError
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata import events as ev
 from pipelines.metadata.events import MetadataEvent
 from pipelines.metadata.image import EMPTY, MetadataImage
+
+if TYPE_CHECKING:  # the config (pydantic) is not needed to replay a metadata log
+    from pipelines.config.models import MetadataConfig
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ class TopicsDelta:
         change.changed[new.partition] = new
         if old is None:
             emit(ev.PARTITION_ADDED, change.topic_id, change.name, new.partition, {
-                "replicas": list(new.replicas), "directories": [str(d) for d in new.directories],
+                "replicas": list(new.replicas), "directories": list(map(str, new.directories)),
             })
         else:
             _emit_partition_diff(emit, change, old, new)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -16,6 +15,7 @@ from pipelines.orchestrate.steps import (
     ingest_metadata_step,
     plan_step,
 )
+from pipelines.progress import step as progress_step
 
 Progress = Callable[[str], None]
 
@@ -49,12 +49,11 @@ def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: P
     store.ensure_tables()
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
-        progress(f"[{len(report.steps) + 1}/4] {name} ...")
-        started = time.monotonic()
-        out = fn()
-        step = out[0] if isinstance(out, tuple) else out
-        report.steps.append(step)
-        progress(f"[{len(report.steps)}/4] {name} done in {time.monotonic() - started:.1f}s: {_brief(step)}")
+        with progress_step(name, len(report.steps) + 1, 4, progress) as done:
+            out = fn()
+            step = out[0] if isinstance(out, tuple) else out
+            report.steps.append(step)
+            done(_brief(step))
         return out
 
     timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
