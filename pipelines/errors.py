@@ -45,3 +45,7 @@ class PreconditionFailed(PipelinesError):
 
 class ExecutorBusy(PipelinesError):
     """Another executor, or a running broker, holds a lock the executor needs."""
+
+
+class StorageUnavailable(PipelinesError):
+    """The warehouse's object store stayed unreachable or kept throttling through every retry."""

@@ -13,6 +13,7 @@ PRECONDITION = 6  # executor refused: precondition failed on disk
 BUSY = 7  # a lock is held: broker running or another executor
 DECODE = 8  # input is not the Kafka format it claims to be
 FAILED = 9  # a run finished but failed (e.g. plan re-check disagreement)
+UNAVAILABLE = 10  # the warehouse's object store stayed unreachable or throttling through every retry
 
 #: Most specific first.
 FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
@@ -23,6 +24,7 @@ FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (errors.PreconditionFailed, PRECONDITION),
     (errors.DecodeError, DECODE),
     (errors.ReplayError, DECODE),
+    (errors.StorageUnavailable, UNAVAILABLE),
     (errors.PipelinesError, FAILED),
     (FileNotFoundError, UNREADABLE),
     (PermissionError, UNREADABLE),

@@ -28,6 +28,7 @@ from pipelines.tables.schemas import ALL_TABLES, TableSchema
 
 
 class MemoryTableStore(TableStore):
+    engine = "rust"  # stands in for the delta-rs store of the workflow tests
     def __init__(self) -> None:
         super().__init__("memory://warehouse")
         self._tables: dict[str, list[dict[str, Any]]] = {}

@@ -75,10 +75,13 @@ class TestTableStoreContract:
         assert store.exists("gc_plans") and store.exists("gc_plan_items") and not store.exists("findings")
         assert store.read_arrow("gc_plans").schema == ALL_TABLES["gc_plans"].to_arrow()
 
-    def test_ensure_tables_defaults_to_every_declared_table(self, tmp_path: Path) -> None:
+    def test_ensure_tables_defaults_to_every_table_the_engine_writes(self, tmp_path: Path) -> None:
         store = get_engine("rust")(warehouse=str(tmp_path / "wh"))
-        store.ensure_tables(["findings"])
-        assert sorted(store.ensure_tables()) == sorted(set(ALL_TABLES) - {"findings"})
+        store.ensure_tables(["gc_journal"])
+        assert sorted(store.ensure_tables()) == ["gc_plan_audit", "gc_plan_items", "gc_plans"]
+        assert not store.exists("findings")
+        fixture = get_engine("rust")(warehouse=str(tmp_path / "wh"), allow_foreign_tables=True)
+        assert sorted(fixture.ensure_tables()) == sorted(set(ALL_TABLES) - {n for n in ALL_TABLES if n.startswith("gc_")})
         assert all(store.exists(name) for name in ALL_TABLES)
 
     def test_table_uri_is_warehouse_slash_name_and_file_urls_are_local(self, tmp_path: Path) -> None:
