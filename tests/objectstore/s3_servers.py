@@ -226,7 +226,7 @@ def _handler(upstream_port: int, rules: list[Rule], lock: threading.Lock) -> typ
             finally:
                 conn.close()
 
-        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward  # noqa: N815
+        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _forward
 
     return Handler
 
