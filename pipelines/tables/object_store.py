@@ -61,10 +61,11 @@ _S3A_DEFAULTS = {
     "fs.s3a.retry.interval": "500ms",
     "fs.s3a.retry.throttle.limit": "5",
     "fs.s3a.retry.throttle.interval": "500ms",
-    "fs.s3a.connection.establish.timeout": "5s",
+    "fs.s3a.connection.establish.timeout": "15s",  # s3a's floor
     "fs.s3a.connection.timeout": "60s",
     # s3:// and s3a:// name the same tables in both engines (delta-rs only knows s3://).
     "fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    "fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A",
 }
 
 
@@ -191,7 +192,7 @@ def warehouse_storage(url: str, overrides: Mapping[str, Any] | None = None,
 
 
 def _delta_rs_options(merged: Mapping[str, str]) -> dict[str, str]:
-    options = {**_DELTA_RS_DEFAULTS, **merged}
+    options = {**_DELTA_RS_DEFAULTS, **{k: v for k, v in merged.items() if not k.startswith("fs.")}}
     endpoint = merged.get("AWS_ENDPOINT_URL")
     if endpoint and endpoint.lower().startswith("http://"):
         options.setdefault("AWS_ALLOW_HTTP", "true")
@@ -234,7 +235,7 @@ def _s3a_settings(merged: Mapping[str, str], profile: str | None, *, from_config
         settings["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.auth.ProfileAWSCredentialsProvider"
         settings["fs.s3a.auth.profile.name"] = profile
     for key, value in from_config.items():  # Hadoop keys in warehouse_storage_options go to s3a as they are
-        if key.startswith("fs.s3a.") and not is_secret_option(key):
+        if key.startswith("fs.") and not is_secret_option(key):
             settings[key] = value
     return settings
 
