@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 TableRef = str | TableSchema
+_GUARD = threading.local()  # set while a thread is inside TableStore._guarded
 Where = Mapping[str, Any]
 T = TypeVar("T")
 
@@ -240,12 +242,21 @@ class TableStore(ABC):
         return self._guarded(lambda: retry_on_conflict(operation, self.is_conflict, self.retry))
 
     def _guarded(self, operation: Callable[[], T]) -> T:
-        """Any store call: an unreachable or throttling store is retried, then one ``StorageUnavailable``."""
+        """Any store call: an unreachable or throttling store is retried, then one ``StorageUnavailable``.
+
+        Only the outermost call of a thread retries (a write's inner reads do not multiply the attempts).
+        """
         from pipelines.tables.object_store import redact
         from pipelines.tables.storage_retry import STORAGE_RETRY, retry_transient
 
-        return retry_transient(operation, where=self.warehouse, redact=lambda text: redact(text, self.secrets),
-                               policy=self.storage_retry or STORAGE_RETRY)
+        if getattr(_GUARD, "active", False):
+            return operation()
+        _GUARD.active = True
+        try:
+            return retry_transient(operation, where=self.warehouse, redact=lambda text: redact(text, self.secrets),
+                                   policy=self.storage_retry or STORAGE_RETRY)
+        finally:
+            _GUARD.active = False
 
     def check_writer(self, table: TableRef) -> None:
         """Raise ``WrongEngine`` when this engine does not own ``table`` (see ``pipelines.tables.ownership``)."""

@@ -86,7 +86,7 @@ def demo(moto: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         result = cli("demo", "--out", str(out), "--warehouse", bucket.warehouse, "--brokers", "2", "--jbod", "1",
                      "--json", env=bucket.env(proxy.endpoint))
         assert result.returncode == 0, result.stderr[-4000:]
-        report = json.loads(result.stdout)
+        report = json.loads(result.stdout[result.stdout.index("{"):])  # Spark's Ivy may print a line first
         yield DemoInBucket(bucket, proxy, out, report["run_id"], report["plan_id"],
                            report["steps"]["detect"]["counts"]["dirs"], [result.stdout, result.stderr])
 
