@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -94,12 +95,13 @@ class MotoServer:
 @dataclass
 class Rule:
     """Requests whose ``METHOD path?query`` matches ``pattern`` (and whose User-Agent matches ``agent``) get
-    ``503 SlowDown`` (``fail``) or wait ``delay_s`` before being forwarded; the first ``limit`` of them only, when
-    set."""
+    ``503 SlowDown`` (``fail``), or wait ``delay_s`` before being forwarded, or wait until another client has written
+    the same key (at most ``hold_s``); the first ``limit`` of them only, when set."""
 
     pattern: str
     fail: bool = False
     delay_s: float = 0.0
+    hold_s: float = 0.0
     agent: str | None = None
     limit: int | None = None
     hits: int = 0
@@ -137,6 +139,11 @@ class FaultProxy:
     def delay(self, pattern: str, seconds: float, agent: str | None = None) -> int:
         return len(self._control({"add": asdict(Rule(pattern, delay_s=seconds, agent=agent))})) - 1
 
+    def hold_until_written_by_another(self, pattern: str, seconds: float, agent: str | None = None) -> int:
+        """Hold a matching PUT until another client's PUT of the same key succeeded (at most ``seconds``): the
+        worst interleaving for a writer that checks for a key and then writes it unconditionally."""
+        return len(self._control({"add": asdict(Rule(pattern, hold_s=seconds, agent=agent))})) - 1
+
     def hits(self, index: int) -> int:
         return self._control({})[index]["hits"]
 
@@ -148,6 +155,7 @@ CONTROL_PATH = "/__fault_proxy__"
 
 
 def _handler(upstream_port: int, rules: list[Rule], lock: threading.Lock) -> type[BaseHTTPRequestHandler]:
+    written: Counter[str] = Counter()  # successful PUTs per path
     hop_by_hop = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade"}
 
     class Handler(BaseHTTPRequestHandler):
@@ -213,6 +221,11 @@ def _handler(upstream_port: int, rules: list[Rule], lock: threading.Lock) -> typ
                 return
             if rule is not None and rule.delay_s:
                 time.sleep(rule.delay_s)
+            key = self.path.split("?")[0]
+            if rule is not None and rule.hold_s:
+                before, deadline = written[key], time.monotonic() + rule.hold_s
+                while written[key] == before and time.monotonic() < deadline:
+                    time.sleep(0.02)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in hop_by_hop}
             headers["Content-Length"] = str(len(body))
             conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
@@ -222,6 +235,9 @@ def _handler(upstream_port: int, rules: list[Rule], lock: threading.Lock) -> typ
                 data = response.read()
                 # a HEAD answer keeps the object's length: there is no body to count
                 length = response.getheader("Content-Length") if self.command == "HEAD" else None
+                if self.command == "PUT" and response.status == 200:
+                    with lock:
+                        written[key] += 1
                 self._reply(response.status, response.getheaders(), data, length=length or None)
             finally:
                 conn.close()

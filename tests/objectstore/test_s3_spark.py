@@ -72,10 +72,10 @@ class DemoInBucket:
     def config(self) -> AppConfig:
         return load_config(str(self.config_path), {"warehouse_storage_options": self.options()})
 
-    def reader(self, warehouse: str | None = None) -> TableStore:
+    def reader(self) -> TableStore:
         """delta-rs straight to moto (no proxy): what the tests check with."""
-        return warehouse_store(warehouse or self.bucket.warehouse, {**self.options(),
-                                                                     "AWS_ENDPOINT_URL": self.bucket.server.endpoint})
+        direct = {**self.options(), "AWS_ENDPOINT_URL": self.bucket.server.endpoint}
+        return warehouse_store(self.bucket.warehouse, direct)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_scheduled_jobs_read_inventories_and_a_metadata_log_copy_from_the_bucket
     made = cli("inventory", *first.log_dirs, "--out", inventory, "--broker-id", str(first.broker_id), env=demo.env())
     assert made.returncode == 0, made.stderr
     metadata = upload_tree(demo.bucket, Path(base.metadata.source), "metadata/__cluster_metadata-0")
-    warehouse = f"s3://{demo.bucket.name}/wh-jobs"
+    warehouse = demo.bucket.warehouse  # the demo's tables: a new run id beside the demo's run
     s3fs_options = {"key": ACCESS_KEY, "secret": SECRET_KEY, "client_kwargs": {"endpoint_url": demo.proxy.endpoint}}
     config = {
         "cluster": base.cluster, "warehouse": warehouse, "warehouse_storage_options": demo.options(),
@@ -146,7 +146,7 @@ def test_scheduled_jobs_read_inventories_and_a_metadata_log_copy_from_the_bucket
     for job in (jobs.crawl, jobs.ingest_metadata, jobs.detect, jobs.plan):
         job.main(argv)
 
-    store = demo.reader(warehouse)
+    store = demo.reader()
     [run] = store.read_rows("crawl_runs", {"run_id": "jobs-1"})
     assert run["status"] in ("ok", "partial") and run["partition_dirs"] > 0
     assert SECRET_KEY not in run["config_json"] and ACCESS_KEY not in run["config_json"]
@@ -212,8 +212,9 @@ def test_approvers_journal_mirrors_and_a_crawl_rerun_at_once_lose_no_commit(
     """N approvers (CLI processes), two executors mirroring journals and a crawl rerun (which registers a new plan)
     write the same warehouse at once: every commit is there exactly once.
 
-    Spark's commits to the plan tables are slowed down by the proxy (a slow link), which widens delta-spark's
-    check-then-write window on S3; with ownership in force Spark never writes those tables, so nothing is lost.
+    The proxy holds any delta-spark commit to the audit table until a delta-rs writer has written the same commit
+    file (at most 20 s): the worst interleaving for delta-spark's check-then-write on S3. With ownership in force
+    Spark never writes the plan tables, so nothing is lost.
     """
     from datetime import datetime, timezone
 
@@ -235,7 +236,8 @@ def test_approvers_journal_mirrors_and_a_crawl_rerun_at_once_lose_no_commit(
 
         monkeypatch.setattr(steps, "plan_store",
                             lambda cfg: SparkTableStore(spark, cfg.warehouse, allow_foreign_tables=True))
-    slow = demo.proxy.delay(r"^PUT .*/wh/gc_plan[a-z_]*/_delta_log/\d+\.json", 1.5, agent="aws-sdk-java|Hadoop")
+    slow = demo.proxy.hold_until_written_by_another(r"^PUT .*/wh/gc_plan_audit/_delta_log/\d+\.json", 20,
+                                                    agent="aws-sdk-java|Hadoop")
     state = tmp_path / "state"
     for broker in (101, 102):
         _journal(state, config.cluster, broker, 40)
