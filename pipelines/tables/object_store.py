@@ -169,23 +169,23 @@ def warehouse_storage(url: str, overrides: Mapping[str, Any] | None = None,
         return WarehouseStorage(url, scheme, delta_rs=given, fsspec=dict(given), secrets=secrets)
 
     environment = _from_environment(env)
-    profile = given.get("AWS_PROFILE") or (None if any(k in given for k in _CREDENTIALS) else
-                                           environment.get("AWS_PROFILE"))
+    profile = given.get("AWS_PROFILE") or environment.get("AWS_PROFILE")
     from_profile = _profile_settings(profile, env) if profile else {}
-    merged = {**environment, **from_profile, **given}
-    if any(k in given for k in _CREDENTIALS[:2]) or (profile and any(k in from_profile for k in _CREDENTIALS)):
-        # credentials come as a set from one place: never mix a config key id with an environment secret
-        source = given if any(k in given for k in _CREDENTIALS[:2]) else from_profile
-        for key in _CREDENTIALS:
-            merged.pop(key, None)
-            if key in source:
-                merged[key] = source[key]
+    merged = {**from_profile, **environment, **given}  # the SDKs' order: explicit, then environment, then profile
+    # credentials come as a set from one place, never a key id from one and a secret from another
+    sources = [given, from_profile, environment] if "AWS_PROFILE" in given else [given, environment, from_profile]
+    source = next((s for s in sources if s.get("AWS_ACCESS_KEY_ID")), {})
+    for key in _CREDENTIALS:
+        merged.pop(key, None)
+        if key in source:
+            merged[key] = source[key]
     secrets = tuple(merged[k] for k in _CREDENTIALS[1:] if merged.get(k)) + secrets
+    profile_keys = profile if source is from_profile and from_profile else None
     return WarehouseStorage(
         url, scheme,
         delta_rs=_delta_rs_options(merged),
         fsspec=_s3fs_options(merged),
-        hadoop=_s3a_settings(merged, profile, from_config=given),
+        hadoop=_s3a_settings(merged, profile_keys, from_config=given),
         hadoop_secrets=_s3a_secrets(given),
         secrets=secrets,
     )
@@ -218,6 +218,7 @@ def _s3fs_options(merged: Mapping[str, str]) -> dict[str, Any]:
 
 def _s3a_settings(merged: Mapping[str, str], profile: str | None, *, from_config: Mapping[str, str]
                   ) -> dict[str, str]:
+    """``profile``: the profile the credentials come from (s3a's profile provider reads them itself)."""
     settings = dict(_S3A_DEFAULTS)
     endpoint = merged.get("AWS_ENDPOINT_URL")
     if endpoint:

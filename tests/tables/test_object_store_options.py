@@ -81,3 +81,16 @@ def test_crawl_config_json_redacts_object_store_credentials() -> None:
     broker = BrokerConfig(broker_id=1, log_dirs=("/d",), inventory="s3://b/inv.jsonl.gz", storage_options=options)
     text = redacted_config_json([broker])
     assert "AKIAINV" not in text and "invsecret" not in text and "pw\"" not in text and "kafka" in text
+
+
+def test_environment_keys_win_over_a_profile_named_in_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "credentials").write_text("[wh]\naws_access_key_id = AKIAPROF\naws_secret_access_key = profsecret\n")
+    env = {**ENV, "AWS_PROFILE": "wh", "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+           "AWS_CONFIG_FILE": str(tmp_path / "none")}
+    storage = warehouse_storage("s3://bucket/wh", env=env)
+    keys = storage.delta_rs
+    assert (keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"]) == ("AKIAENV", "envsecret1")
+    assert "fs.s3a.aws.credentials.provider" not in storage.hadoop  # s3a's default chain reads the environment
+    named = warehouse_storage("s3://bucket/wh", {"AWS_PROFILE": "wh"}, env=env)  # a profile in the config wins
+    assert named.delta_rs["AWS_SECRET_ACCESS_KEY"] == "profsecret"
+    assert named.hadoop["fs.s3a.auth.profile.name"] == "wh"
