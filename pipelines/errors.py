@@ -54,3 +54,7 @@ class HostIOError(PipelinesError):
 
 class SourceUnavailable(PipelinesError):
     """A configured controller metadata service (ZooKeeper) cannot be reached or read."""
+
+
+class StorageUnavailable(PipelinesError):
+    """The warehouse's object store stayed unreachable or kept throttling through every retry."""

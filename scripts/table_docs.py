@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from pipelines.tables.ownership import ENGINE_NAMES, writer_of
 from pipelines.tables.schemas import ALL_TABLES
 
 
@@ -12,7 +13,8 @@ def render() -> str:
     out: list[str] = []
     for table in ALL_TABLES.values():
         parts = f" Partitioned by `{', '.join(table.partition_by)}`." if table.partition_by else ""
-        out.append(f"#### `{table.name}`\n{table.doc}{parts}\n")
+        writer = f" Written by {ENGINE_NAMES[writer_of(table.name)]} only."
+        out.append(f"#### `{table.name}`\n{table.doc}{parts}{writer}\n")
         out.append("| column | type | notes |\n|---|---|---|")
         for c in table.columns:
             required = "" if c.nullable else " (required)"

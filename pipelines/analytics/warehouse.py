@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from pipelines.errors import ConfigError
+from pipelines.tables.object_store import warehouse_storage
 from pipelines.tables.rust_engine import RustTableStore
 from pipelines.tables.schemas import ALL_TABLES
 
@@ -81,6 +82,8 @@ def open_warehouse(warehouse: str, cluster: str | None = None, *,
     Raises:
         ConfigError: no cluster given and the warehouse holds none or several.
     """
+    if storage_options is None:  # the standard AWS variables for an s3:// warehouse (pipelines.tables.object_store)
+        storage_options = warehouse_storage(warehouse).delta_rs or None
     store = RustTableStore(warehouse, storage_options=storage_options)
     if cluster is None:
         names = clusters_in(store)

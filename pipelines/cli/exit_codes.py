@@ -13,7 +13,8 @@ PRECONDITION = 6  # executor refused: precondition failed on disk
 BUSY = 7  # a lock is held: broker running or another executor
 DECODE = 8  # input is not the Kafka format it claims to be
 FAILED = 9  # a run finished but failed (e.g. plan re-check disagreement)
-HOST_IO = 10  # a write on the broker host failed (disk full, I/O error); rerun to resume
+UNAVAILABLE = 10  # the warehouse's object store stayed unreachable or throttling through every retry
+HOST_IO = 11  # a write on the broker host failed (disk full, I/O error); rerun to resume
 
 #: Most specific first.
 FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
@@ -26,6 +27,7 @@ FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (errors.DecodeError, DECODE),
     (errors.ReplayError, DECODE),
     (errors.SourceUnavailable, UNREADABLE),
+    (errors.StorageUnavailable, UNAVAILABLE),
     (errors.PipelinesError, FAILED),
     (FileNotFoundError, UNREADABLE),
     (PermissionError, UNREADABLE),

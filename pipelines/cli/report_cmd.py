@@ -8,8 +8,7 @@ import click
 
 
 @click.command("report")
-@click.option("--warehouse", required=True, type=click.Path(file_okay=False, exists=True),
-              help="Root of the Delta tables.")
+@click.option("--warehouse", required=True, help="Root of the Delta tables (a directory or an s3:// URL).")
 @click.option("--cluster", default=None, help="Cluster name (needed when the warehouse holds several).")
 @click.option("--run-id", default=None, help="Crawl run to report on (default: the newest).")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="HTML file to write.")

@@ -146,15 +146,17 @@ def run(config_file: str | None, logdirs: tuple[str, ...], metadata: str | None,
               help="Where the generated cluster, the tables and the plan go (replaced if it holds a previous demo).")
 @click.option("--brokers", default=3, show_default=True, type=int)
 @click.option("--jbod", default=2, show_default=True, type=int, help="Log dirs per broker.")
+@click.option("--warehouse", default=None,
+              help="Root of the Delta tables (default: OUT/warehouse), e.g. s3://bucket/wh with the AWS variables set.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
-def demo(out: str, brokers: int, jbod: int, as_json: bool) -> None:
+def demo(out: str, brokers: int, jbod: int, warehouse: str | None, as_json: bool) -> None:
     """Generate a small cluster with every kind of leftover, then run the whole pipeline on it."""
     from pipelines.simulate import PRESETS, ClusterSpec, OutputNotEmpty, generate
 
     target = Path(out).resolve()
     try:
         result = generate(ClusterSpec(brokers=brokers, jbod_dirs=jbod, anomalies=PRESETS["small"]), target,
-                          warehouse=str(target / "warehouse"), force=True)
+                          warehouse=warehouse or str(target / "warehouse"), force=True)
     except (OutputNotEmpty, ValueError) as exc:
         click.echo(f"logdir-gc demo: {exc}", err=True)
         sys.exit(USAGE)

@@ -37,9 +37,10 @@ def load_app(config_path: str | None, warehouse: str | None, *, need_config: boo
 
 
 def open_store(config: AppConfig) -> Any:
-    from pipelines.tables.rust_engine import RustTableStore
+    """The delta-rs store of the config's warehouse (object-store settings from the environment and the config)."""
+    from pipelines.tables.warehouse_store import warehouse_store
 
-    return RustTableStore(config.warehouse)
+    return warehouse_store(config.warehouse, config.warehouse_storage_options)
 
 
 def emit(as_json: bool, data: Any, text: str) -> None:

@@ -213,6 +213,9 @@ class AppConfig(_Strict):
     warehouse: str = Field(description="root of the Delta tables: <warehouse>/<table name>")
     plans_dir: str | None = Field(default=None, description="where plan JSON/Markdown files go; default"
                                   " <warehouse>/_plans")
+    warehouse_storage_options: dict[str, str] = Field(
+        default_factory=dict, description="object-store options for warehouse and plans_dir (e.g. AWS_ENDPOINT_URL,"
+        " AWS_REGION, AWS_PROFILE); they win over the standard AWS variables, which are enough on their own")
     brokers: tuple[BrokerConfig, ...] = ()
     metadata: MetadataConfig = MetadataConfig(kind="none")
     detect: DetectConfig = DetectConfig()

@@ -201,11 +201,17 @@ def inventory_task(job: LogDirJob, crawled_at: datetime, *, include_segments: bo
     return out
 
 
+#: fsspec option names that carry credentials without saying so (s3fs ``key``, ``secret``, ``token``).
+_CREDENTIAL_OPTIONS = frozenset({"key", "secret", "token", "aws_access_key_id"})
+
+
 def redacted_config_json(brokers: Sequence[BrokerLike]) -> str:
-    """The brokers' crawl settings as JSON, secrets (password, passphrase) replaced by ``***``."""
+    """The brokers' crawl settings as JSON, credentials (passwords, keys, secrets, tokens) replaced by ``***``."""
+    from pipelines.tables.object_store import is_secret_option
 
     def clean(opts: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: ("***" if "pass" in k.lower() else v) for k, v in sorted(opts.items())}
+        return {k: ("***" if is_secret_option(k) or k.lower() in _CREDENTIAL_OPTIONS else v)
+                for k, v in sorted(opts.items())}
 
     return json.dumps(
         [

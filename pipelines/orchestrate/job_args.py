@@ -30,8 +30,8 @@ class JobContext:
 def job_context(argv: Sequence[str] | None, description: str,
                 extra: Callable[[argparse.ArgumentParser], None] | None = None) -> JobContext:
     """Parse ``--config FILE --run-id ID`` (plus ``extra`` flags), load the config, build session and store."""
-    from pipelines.tables import open_store
     from pipelines.tables.spark_session import build_spark
+    from pipelines.tables.warehouse_store import warehouse_store
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--config", required=True, help="YAML config file")
@@ -41,7 +41,7 @@ def job_context(argv: Sequence[str] | None, description: str,
     args = parser.parse_args(argv)
     config = load_config(args.config)
     spark = build_spark(master=config.spark.master, conf=config.spark.conf)
-    store = open_store("spark", config.warehouse, spark=spark)
+    store = warehouse_store(config.warehouse, config.warehouse_storage_options, engine="spark", spark=spark)
     store.ensure_tables()
     return JobContext(config, args.run_id, args, spark, store)
 

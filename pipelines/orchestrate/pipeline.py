@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipelines.config.models import AppConfig
+from pipelines.errors import StorageUnavailable
 from pipelines.orchestrate.steps import (
     StepReport,
     crawl_step,
@@ -16,6 +17,9 @@ from pipelines.orchestrate.steps import (
     plan_step,
 )
 from pipelines.progress import step as progress_step
+from pipelines.tables.base import TableStore
+from pipelines.tables.object_store import redact
+from pipelines.tables.storage_retry import is_transient, one_line
 
 Progress = Callable[[str], None]
 
@@ -38,14 +42,14 @@ class RunReport:
 def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: Progress = lambda _: None,
                  include_segments: bool = False, now: datetime | None = None) -> RunReport:
     """Run every step for ``run_id``; a rerun with the same id replaces that run's rows."""
-    from pipelines.tables import open_store
     from pipelines.tables.spark_session import build_spark
+    from pipelines.tables.warehouse_store import warehouse_store
 
     now = now or datetime.now(timezone.utc)
     report = RunReport(run_id, config.cluster, config.warehouse)
     progress(f"starting Spark ({config.spark.master or 'local'})")
     spark = build_spark(master=config.spark.master, conf=config.spark.conf)
-    store = open_store("spark", config.warehouse, spark=spark)
+    store = warehouse_store(config.warehouse, config.warehouse_storage_options, engine="spark", spark=spark)
     store.ensure_tables()
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
@@ -56,12 +60,37 @@ def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: P
             done(_brief(step))
         return out
 
-    timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
-    _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id))
-    timed("detect", lambda: detect_step(spark, store, config, run_id, now=now))
-    _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view, now=now))
+    try:
+        timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
+        _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id))
+        timed("detect", lambda: detect_step(spark, store, config, run_id, now=now))
+        _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
+                                                  now=now))
+    except Exception as exc:
+        progress(f"run {run_id} failed; marking it failed in crawl_runs")
+        mark_run_failed(store, run_id, progress)
+        if is_transient(exc):
+            raise as_storage_error(exc, store) from None
+        raise
     report.plan_id = plan.plan_id if plan is not None else None
     return report
+
+
+def mark_run_failed(store: TableStore, run_id: str, progress: Progress) -> None:
+    """Best effort: ``crawl_runs.status = failed`` for the run (the store may still be unreachable)."""
+    try:
+        if store.exists("crawl_runs"):
+            store.update("crawl_runs", {"run_id": run_id}, {"status": "failed"})
+    except Exception as exc:
+        progress(f"could not mark run {run_id} failed: {one_line(exc)}")
+
+
+def as_storage_error(exc: BaseException, store: TableStore) -> BaseException:
+    """A transient store failure raised by Spark outside the table store, as one ``StorageUnavailable`` line."""
+    if isinstance(exc, StorageUnavailable):
+        return exc
+    return StorageUnavailable(redact(f"object store unreachable or throttling at {store.warehouse}: "
+                                     f"{one_line(exc)}", store.secrets))
 
 
 def _brief(step: StepReport) -> str:

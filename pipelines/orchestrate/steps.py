@@ -132,6 +132,13 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
     })
 
 
+def plan_store(config: AppConfig) -> TableStore:
+    """The delta-rs store the plan step registers plans with (it owns the plan tables)."""
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    return warehouse_store(config.warehouse, config.warehouse_storage_options)
+
+
 def plan_inputs(spark: SparkSession, store: TableStore, run_id: str) -> tuple[Iterator[Any], str | None]:
     """The findings ``emit_plan`` needs, streamed to the driver: the plannable rows, plus the live rows of the same
     (broker, topic, partition) that the JBOD rules compare them with; and the one cluster.id the crawl saw."""
@@ -151,18 +158,22 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
               view: ControllerView | None = None, now: datetime | None = None) -> tuple[StepReport, GcPlan | None]:
     """Plannable findings → a GC plan, each item re-checked in plain Python against the controller image.
 
-    A run with nothing plannable writes no plan.
+    The findings are read with ``store`` (Spark); the plan is registered with delta-rs, the engine that writes the
+    plan tables (``pipelines.tables.ownership``). A run with nothing plannable writes no plan.
     """
     from pipelines.plan.approval import register_plan
     from pipelines.plan.emit import emit_plan
+    from pipelines.tables.object_store import warehouse_storage
 
     view = view or load_controller_view(config.metadata)
     rows, cluster_id = plan_inputs(spark, store, run_id)
+    out_dir = plans_dir(config)
     plan = emit_plan(rows, view.image, cluster=config.cluster, run_id=run_id, created_by=created_by,
-                     policy=config.policy, out_dir=plans_dir(config), config=config.detect, now=now,
-                     cluster_id=cluster_id)
+                     policy=config.policy, out_dir=out_dir, config=config.detect, now=now, cluster_id=cluster_id,
+                     storage_options=warehouse_storage(out_dir, config.warehouse_storage_options).fsspec)
     if not plan.items:
         return StepReport("plan", {"plan_id": None, "items": 0, "bytes": 0}, ["nothing plannable in this run"]), None
+    store = plan_store(config)
     record = register_plan(store, plan, actor=created_by, policy=config.policy)
     if config.signing.service_key and record.status == "proposed":  # the job signs as the plan's author
         from pipelines.signing.workflow import propose_signed

@@ -190,10 +190,10 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
     at = now or _now()
     existing = store.read_rows("gc_plans", {"plan_id": plan.plan_id})
     row, items = plan_rows(plan, policy, at=at)
-    if not existing:
-        store.append("gc_plans", [row])
+    if not existing:  # items and audit first: the plan shows as proposed only once everything else is written
         store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, items)
         append_audit(store, plan.plan_id, at, actor, "register", None, PROPOSED, "", plan.content_hash)
+        store.append("gc_plans", [row])
     elif existing[0]["content_hash"] != plan.content_hash:
         def replace(record: PlanRecord) -> tuple[str, dict[str, Any]]:
             if record.status not in (PROPOSED, APPROVED):

@@ -123,8 +123,11 @@ def emit_plan(
     config: DetectConfig | None = None,
     now: datetime | None = None,
     cluster_id: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> GcPlan:
     """Re-check every plannable finding, then write and return the hash-bound plan.
+
+    ``storage_options`` are fsspec's for ``out_dir`` (an object store's endpoint and credentials).
 
     Raises:
         PlanError: the image is incomplete, or any candidate failed the re-check (report written beside the plan).
@@ -132,7 +135,7 @@ def emit_plan(
     """
     config = config or DetectConfig()
     now = now or datetime.now(timezone.utc)
-    fs, root = fsspec.core.url_to_fs(out_dir)
+    fs, root = fsspec.core.url_to_fs(out_dir, **(storage_options or {}))
     fs.makedirs(root, exist_ok=True)
     candidates, live = select_candidates(findings_rows_iter)
     stamp = f"{cluster}-{now:%Y%m%dT%H%M%SZ}"

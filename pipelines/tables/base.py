@@ -12,18 +12,24 @@ writer fail its commit *without* writing; the whole operation is then re-run aga
 no write is lost. Not guaranteed: ``append`` retried after an ambiguous failure (e.g. a storage timeout *after*
 the commit file landed) can duplicate rows; use ``overwrite_partition``/``merge`` where reruns must be
 idempotent.
+
+Ownership: each table of the pipeline is written by one engine (``pipelines.tables.ownership``); a write from the
+other engine raises :class:`~pipelines.tables.ownership.WrongEngine` before anything is written, on every store.
+Object stores: reads and writes that meet an unreachable or throttling store are retried with backoff, then
+fail with one :class:`~pipelines.errors.StorageUnavailable` line (``pipelines.tables.storage_retry``).
 """
 
 from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlparse
 
 from pipelines.tables.schemas import ALL_TABLES, TableSchema
@@ -44,6 +50,7 @@ __all__ = [
 ]
 
 TableRef = str | TableSchema
+_GUARD = threading.local()  # set while a thread is inside TableStore._guarded
 Where = Mapping[str, Any]
 T = TypeVar("T")
 
@@ -193,11 +200,27 @@ class TableStore(ABC):
     """Delta tables under one warehouse root. Engines: ``spark`` and ``rust`` (see ``registry``).
 
     Rows go in as ``list[dict]`` or ``pyarrow.Table`` (both engines) or a Spark ``DataFrame`` (Spark engine).
+
+    Args:
+        warehouse: root path or URL.
+        retry: backoff for commit conflicts.
+        storage_retry: backoff for an unreachable or throttling object store (default
+            ``storage_retry.STORAGE_RETRY``).
+        secrets: values redacted from every error this store raises.
+        allow_foreign_tables: let this engine write tables the other engine owns. Only for test fixtures that
+            build a warehouse without Spark; never on a shared object store.
     """
 
-    def __init__(self, warehouse: str, *, retry: RetryPolicy = DEFAULT_RETRY) -> None:
+    #: The engine name of ``pipelines.tables.ownership`` (``"spark"`` or ``"rust"``).
+    engine: ClassVar[str]
+
+    def __init__(self, warehouse: str, *, retry: RetryPolicy = DEFAULT_RETRY, storage_retry: RetryPolicy | None = None,
+                 secrets: Sequence[str] = (), allow_foreign_tables: bool = False) -> None:
         self.warehouse = _normalise_root(warehouse)
         self.retry = retry
+        self.storage_retry = storage_retry
+        self.secrets = tuple(secrets)
+        self.allow_foreign_tables = allow_foreign_tables
         self._schemas: dict[str, TableSchema] = {}
 
     def table_uri(self, table: TableRef) -> str:
@@ -215,7 +238,32 @@ class TableStore(ABC):
         """True for the engine's commit-conflict errors (safe to re-run the operation)."""
 
     def _retrying(self, operation: Callable[[], T]) -> T:
-        return retry_on_conflict(operation, self.is_conflict, self.retry)
+        """A write: conflicts re-run against the newest version, inside the transient-store retries."""
+        return self._guarded(lambda: retry_on_conflict(operation, self.is_conflict, self.retry))
+
+    def _guarded(self, operation: Callable[[], T]) -> T:
+        """Any store call: an unreachable or throttling store is retried, then one ``StorageUnavailable``.
+
+        Only the outermost call of a thread retries (a write's inner reads do not multiply the attempts).
+        """
+        from pipelines.tables.object_store import redact
+        from pipelines.tables.storage_retry import STORAGE_RETRY, retry_transient
+
+        if getattr(_GUARD, "active", False):
+            return operation()
+        _GUARD.active = True
+        try:
+            return retry_transient(operation, where=self.warehouse, redact=lambda text: redact(text, self.secrets),
+                                   policy=self.storage_retry or STORAGE_RETRY)
+        finally:
+            _GUARD.active = False
+
+    def check_writer(self, table: TableRef) -> None:
+        """Raise ``WrongEngine`` when this engine does not own ``table`` (see ``pipelines.tables.ownership``)."""
+        from pipelines.tables.ownership import check_writer
+
+        if not self.allow_foreign_tables:
+            check_writer(self.engine, table_name(table))
 
     @abstractmethod
     def exists(self, table: TableRef) -> bool:
@@ -229,9 +277,13 @@ class TableStore(ABC):
         """
 
     def ensure_tables(self, names: Iterable[str] | None = None) -> list[str]:
-        """Create each named ``ALL_TABLES`` table (default: all of them) that is missing; returns those created."""
-        return [name for name in (ALL_TABLES if names is None else names)
-                if self.create_if_missing(ALL_TABLES[name])]
+        """Create each named ``ALL_TABLES`` table that is missing (default: every table this engine writes, all of
+        them with ``allow_foreign_tables``); returns those created."""
+        from pipelines.tables.ownership import writer_of
+
+        if names is None:
+            names = [n for n in ALL_TABLES if self.allow_foreign_tables or writer_of(n) in (None, self.engine)]
+        return [name for name in names if self.create_if_missing(ALL_TABLES[name])]
 
     @abstractmethod
     def append(self, table: TableRef, rows: Any) -> None:

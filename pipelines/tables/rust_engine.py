@@ -41,9 +41,14 @@ class RustTableStore(TableStore):
 
     Args:
         warehouse: root directory or URL.
-        storage_options: passed to delta-rs (object-store credentials); ``None`` for local paths.
+        storage_options: passed to delta-rs (object-store credentials); ``None`` for local paths. Build them with
+            ``pipelines.tables.object_store.warehouse_storage(url).delta_rs`` (or use ``warehouse_store``).
         retry: backoff policy for commit conflicts.
+        **kwargs: ``storage_retry``, ``secrets``, ``allow_foreign_tables`` (see ``TableStore``); the values of
+            secret storage options are always redacted.
     """
+
+    engine = "rust"
 
     def __init__(
         self,
@@ -51,9 +56,14 @@ class RustTableStore(TableStore):
         *,
         storage_options: Mapping[str, str] | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(warehouse, retry=retry)
-        self.storage_options = dict(storage_options) if storage_options else None
+        from pipelines.tables.object_store import is_secret_option
+
+        options = dict(storage_options) if storage_options else {}
+        kwargs["secrets"] = (*kwargs.get("secrets", ()), *(v for k, v in options.items() if is_secret_option(k)))
+        super().__init__(warehouse, retry=retry, **kwargs)
+        self.storage_options = options or None
 
     def is_conflict(self, exc: BaseException) -> bool:
         if isinstance(exc, CommitFailedError):
@@ -65,7 +75,8 @@ class RustTableStore(TableStore):
     def _open(self, table: TableRef, version: int | None = None) -> DeltaTable:
         """Raises FileNotFoundError (a builtin, like every storage failure here) when there is no table."""
         try:
-            return DeltaTable(self.table_uri(table), version=version, storage_options=self.storage_options)
+            return self._guarded(lambda: DeltaTable(self.table_uri(table), version=version,
+                                                    storage_options=self.storage_options))
         except TableNotFoundError as exc:
             raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}") from exc
 
@@ -91,14 +102,16 @@ class RustTableStore(TableStore):
     # -- interface -------------------------------------------------------------------------------------------
 
     def exists(self, table: TableRef) -> bool:
-        return DeltaTable.is_deltatable(self.table_uri(table), storage_options=self.storage_options)
+        return self._guarded(lambda: DeltaTable.is_deltatable(self.table_uri(table),
+                                                              storage_options=self.storage_options))
 
     def create_if_missing(self, schema: TableSchema) -> bool:
+        self.check_writer(schema)
         self._schemas[schema.name] = schema
         if self.exists(schema):
             return False
         try:
-            DeltaTable.create(
+            self._guarded(lambda: DeltaTable.create(
                 self.table_uri(schema),
                 schema.to_arrow(),
                 mode="error",
@@ -106,7 +119,7 @@ class RustTableStore(TableStore):
                 name=schema.name,
                 description=schema.doc or None,
                 storage_options=self.storage_options,
-            )
+            ))
         except DeltaError as exc:  # lost a creation race: someone else made it first
             if self.exists(schema):
                 return False
@@ -114,6 +127,7 @@ class RustTableStore(TableStore):
         return True
 
     def append(self, table: TableRef, rows: Any) -> None:
+        self.check_writer(table)
         data = self._to_arrow(table, rows)
         self._retrying(
             lambda: write_deltalake(self.table_uri(table), data, mode="append", storage_options=self.storage_options)
@@ -122,6 +136,7 @@ class RustTableStore(TableStore):
     def overwrite_partition(self, table: TableRef, predicate_columns: Where, rows: Any) -> None:
         if not predicate_columns:
             raise ValueError("overwrite_partition needs at least one predicate column")
+        self.check_writer(table)
         data = self._to_arrow(table, rows)
         for index, row in enumerate(data.select(list(predicate_columns)).to_pylist()):
             if not matches(row, predicate_columns):
@@ -142,6 +157,7 @@ class RustTableStore(TableStore):
     ) -> MergeCounts:
         if not keys:
             raise ValueError("merge needs at least one key column")
+        self.check_writer(table)
         data = self._to_arrow(table, rows)
         on = " AND ".join(f"(t.`{k}` IS NOT DISTINCT FROM s.`{k}`)" for k in keys)  # null-safe key match
 
@@ -162,6 +178,7 @@ class RustTableStore(TableStore):
     def update(self, table: TableRef, where: Where, set_values: Mapping[str, Any]) -> int:
         if not set_values:
             raise ValueError("update needs at least one column to set")
+        self.check_writer(table)
         predicate = sql_predicate(where, "datafusion")
         # SQL expressions, not delta-rs ``new_values`` (which neither escapes quotes nor handles NULL/arrays);
         # delta-rs casts each expression to the column's type.
@@ -191,7 +208,7 @@ class RustTableStore(TableStore):
         if timestamp is not None:
             dt.load_as_version(timestamp)
         query = f"SELECT * FROM snapshot WHERE {sql_predicate(where, 'datafusion')}"
-        out = pa.table(QueryBuilder().register("snapshot", dt).execute(query).read_all())
+        out = pa.table(self._guarded(lambda: QueryBuilder().register("snapshot", dt).execute(query).read_all()))
         declared = self.declared_schema(table)
         if declared is not None:
             return out.select(list(declared.column_names)).cast(declared.to_arrow())
@@ -208,7 +225,8 @@ class RustTableStore(TableStore):
 
     def history(self, table: TableRef, limit: int | None = None) -> list[HistoryEntry]:
         entries = []
-        for commit in self._open(table).history(limit):
+        dt = self._open(table)
+        for commit in self._guarded(lambda: dt.history(limit)):
             entries.append(
                 HistoryEntry(
                     version=int(commit["version"]),

@@ -34,11 +34,15 @@ class SparkTableStore(TableStore):
     """Delta tables read and written with delta-spark through ``spark``.
 
     Rows in: a ``DataFrame`` (columns are selected by name and cast to the table's types), ``list[dict]`` or a
-    ``pyarrow.Table``. :meth:`read` returns a ``DataFrame``.
+    ``pyarrow.Table``. :meth:`read` returns a ``DataFrame``. Object-store settings are the session's (see
+    ``pipelines.tables.warehouse_store``, which sets them); ``**kwargs`` as in ``TableStore``.
     """
 
-    def __init__(self, spark: SparkSession, warehouse: str, *, retry: RetryPolicy = DEFAULT_RETRY) -> None:
-        super().__init__(warehouse, retry=retry)
+    engine = "spark"
+
+    def __init__(self, spark: SparkSession, warehouse: str, *, retry: RetryPolicy = DEFAULT_RETRY,
+                 **kwargs: Any) -> None:
+        super().__init__(warehouse, retry=retry, **kwargs)
         self.spark = spark
 
     def is_conflict(self, exc: BaseException) -> bool:
@@ -109,11 +113,12 @@ class SparkTableStore(TableStore):
     def exists(self, table: TableRef) -> bool:
         from delta.tables import DeltaTable
 
-        return bool(DeltaTable.isDeltaTable(self.spark, self.table_uri(table)))
+        return bool(self._guarded(lambda: DeltaTable.isDeltaTable(self.spark, self.table_uri(table))))
 
     def create_if_missing(self, schema: TableSchema) -> bool:
         from delta.tables import DeltaTable
 
+        self.check_writer(schema)
         self._schemas[schema.name] = schema
         if self.exists(schema):
             return False
@@ -131,12 +136,14 @@ class SparkTableStore(TableStore):
         return True
 
     def append(self, table: TableRef, rows: Any) -> None:
+        self.check_writer(table)
         df = self._to_df(table, rows)
         self._retrying(lambda: df.write.format("delta").mode("append").save(self.table_uri(table)))
 
     def overwrite_partition(self, table: TableRef, predicate_columns: Where, rows: Any) -> None:
         if not predicate_columns:
             raise ValueError("overwrite_partition needs at least one predicate column")
+        self.check_writer(table)
         from pyspark.sql import DataFrame
 
         if not isinstance(rows, DataFrame):  # DataFrames are checked by Delta's replaceWhere constraint
@@ -157,6 +164,7 @@ class SparkTableStore(TableStore):
     ) -> MergeCounts:
         if not keys:
             raise ValueError("merge needs at least one key column")
+        self.check_writer(table)
         source = self._to_df(table, rows)
         on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)  # null-safe: a NULL key matches a NULL key
 
@@ -177,6 +185,7 @@ class SparkTableStore(TableStore):
     def update(self, table: TableRef, where: Where, set_values: Mapping[str, Any]) -> int:
         if not set_values:
             raise ValueError("update needs at least one column to set")
+        self.check_writer(table)
         types = {f.name: f.dataType for f in self._spark_schema(table).fields}
         unknown = sorted(set(set_values) - set(types))
         if unknown:
@@ -245,7 +254,7 @@ class SparkTableStore(TableStore):
                 parameters=dict(r["operationParameters"] or {}),
                 metrics=dict(r["operationMetrics"] or {}),
             )
-            for r in df.collect()
+            for r in self._guarded(df.collect)
         ]
         return sorted(entries, key=lambda e: e.version, reverse=True)
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
 from pipelines.errors import PipelinesError
+from pipelines.tables.object_store import S3A_EXCLUDES, S3A_PACKAGES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -112,7 +113,7 @@ def ivy_settings_path() -> Path:
 
 def _expected_jar_names() -> list[str]:
     names = []
-    for coordinate in delta_packages():
+    for coordinate in delta_packages() + list(S3A_PACKAGES):
         group, artifact, version = coordinate.split(":")
         names.append(f"{group}_{artifact}-{version}.jar")
     return names
@@ -139,7 +140,8 @@ def _local_cores(master: str) -> int:
 def _local_defaults(master: str) -> dict[str, str]:
     cores = _local_cores(master)
     return {
-        "spark.jars.packages": ",".join(delta_packages()),
+        "spark.jars.packages": ",".join(delta_packages() + list(S3A_PACKAGES)),
+        "spark.jars.excludes": ",".join(S3A_EXCLUDES),
         "spark.jars.ivySettings": str(ivy_settings_path()),
         "spark.jars.ivy": str(cache_dir() / "ivy"),
         "spark.sql.shuffle.partitions": str(2 * cores),

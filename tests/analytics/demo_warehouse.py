@@ -49,7 +49,7 @@ class DemoWarehouse:
     removed_dir: tuple[int, str, str] | None = None
 
     def store(self) -> RustTableStore:
-        return RustTableStore(str(self.warehouse))
+        return RustTableStore(str(self.warehouse), allow_foreign_tables=True)  # built without Spark
 
 
 def _full(table: str, row: dict[str, Any]) -> dict[str, Any]:

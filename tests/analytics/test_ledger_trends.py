@@ -56,7 +56,7 @@ def _log_dir(broker: int, path: str, used: int | None, attributed: int) -> dict:
 
 
 def test_filesystem_ledger_counts_a_shared_filesystem_once(tmp_path: Path) -> None:
-    store = RustTableStore(str(tmp_path))
+    store = RustTableStore(str(tmp_path), allow_foreign_tables=True)  # a fixture built without Spark
     store.create_if_missing(LOG_DIRS)
     store.create_if_missing(PARTITION_DIRS)
     store.append("log_dirs", [

@@ -31,7 +31,7 @@ def _history(store: RustTableStore) -> list[tuple]:
 
 
 def test_a_newer_snapshot_restating_a_topic_adds_no_event(tmp_path: Path) -> None:
-    store = RustTableStore(str(tmp_path / "warehouse"))
+    store = RustTableStore(str(tmp_path / "warehouse"), allow_foreign_tables=True)  # no Spark here
     store.ensure_tables()
     config = AppConfig.model_validate({"cluster": "c1", "warehouse": str(tmp_path / "warehouse"),
                                        "brokers": [{"broker_id": 1, "log_dirs": [str(tmp_path / "logs")]}]})

@@ -69,16 +69,20 @@ class TestTableStoreContract:
         assert [f.name for f in on_disk.schema().fields] == list(SCHEMA.column_names)
 
     def test_ensure_tables_creates_the_named_tables_once(self, store: TableStore) -> None:
-        names = ["gc_plans", "gc_plan_items"]
+        names, other = (["gc_plans", "gc_plan_items"], "findings") if store.engine == "rust" else \
+            (["findings", "crawl_runs"], "gc_plans")  # tables this engine writes (pipelines.tables.ownership)
         assert store.ensure_tables(names) == names
         assert store.ensure_tables(names) == []
-        assert store.exists("gc_plans") and store.exists("gc_plan_items") and not store.exists("findings")
-        assert store.read_arrow("gc_plans").schema == ALL_TABLES["gc_plans"].to_arrow()
+        assert store.exists(names[0]) and store.exists(names[1]) and not store.exists(other)
+        assert store.read_arrow(names[0]).schema == ALL_TABLES[names[0]].to_arrow()
 
-    def test_ensure_tables_defaults_to_every_declared_table(self, tmp_path: Path) -> None:
+    def test_ensure_tables_defaults_to_every_table_the_engine_writes(self, tmp_path: Path) -> None:
         store = get_engine("rust")(warehouse=str(tmp_path / "wh"))
-        store.ensure_tables(["findings"])
-        assert sorted(store.ensure_tables()) == sorted(set(ALL_TABLES) - {"findings"})
+        store.ensure_tables(["gc_journal"])
+        assert sorted(store.ensure_tables()) == ["gc_plan_audit", "gc_plan_items", "gc_plans"]
+        assert not store.exists("findings")
+        fixture = get_engine("rust")(warehouse=str(tmp_path / "wh"), allow_foreign_tables=True)
+        assert sorted(fixture.ensure_tables()) == sorted(n for n in ALL_TABLES if not n.startswith("gc_"))
         assert all(store.exists(name) for name in ALL_TABLES)
 
     def test_table_uri_is_warehouse_slash_name_and_file_urls_are_local(self, tmp_path: Path) -> None:
