@@ -45,3 +45,7 @@ class PreconditionFailed(PipelinesError):
 
 class ExecutorBusy(PipelinesError):
     """Another executor, or a running broker, holds a lock the executor needs."""
+
+
+class StepRefused(PipelinesError):
+    """A pipeline step will not run on a run id whose earlier step (crawl, ingest) did not succeed."""
