@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pipelines.config.duration import parse_duration_ms
+from pipelines.config.fleet import BrokersFromConfig
 
 #: The grace period can never be configured below this (cf. Iceberg's 24 h floor for orphan-file removal).
 MIN_GRACE_FLOOR_MS = 3_600_000
@@ -115,6 +116,8 @@ class AppConfig(_Strict):
     plans_dir: str | None = Field(default=None, description="where plan JSON/Markdown files go; default"
                                   " <warehouse>/_plans")
     brokers: tuple[BrokerConfig, ...] = ()
+    brokers_from: BrokersFromConfig | None = Field(default=None, description="derive brokers from the controller"
+                                                   " metadata's broker ids and URL templates (pipelines.config.fleet)")
     metadata: MetadataConfig = MetadataConfig(kind="none")
     detect: DetectConfig = DetectConfig()
     policy: PolicyConfig = PolicyConfig()
@@ -126,4 +129,6 @@ class AppConfig(_Strict):
         ids = [b.broker_id for b in self.brokers]
         if len(ids) != len(set(ids)):
             raise ValueError("brokers: each broker_id may appear only once")
+        if self.brokers_from is not None and self.metadata.kind == "none":
+            raise ValueError("brokers_from needs a controller metadata source (metadata.kind) to read broker ids from")
         return self
