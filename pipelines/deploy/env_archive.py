@@ -5,8 +5,8 @@ What venv-pack does, reduced to what Spark needs. A venv is relocatable but for 
 * ``bin/python*`` are symbolic links to the interpreter the venv was made from: kept (the target host needs that
   interpreter at the same path: same Python minor version, as PySpark requires anyway), or pointed at
   ``<python_prefix>/bin/python3.X`` when the target keeps its Python elsewhere (``pyvenv.cfg``'s ``home`` follows).
-* console scripts start with ``#!<venv>/bin/python``: rewritten to a two-line header that is valid sh and valid
-  Python, so the script runs with the ``python`` beside it wherever the archive is unpacked.
+* console scripts start with ``#!<venv>/bin/python``: rewritten to a header that is valid sh and valid Python,
+  so the script runs with the ``python`` beside it wherever the archive is unpacked.
 * ``activate`` scripts hard-code the venv's path: left out (nothing on an executor sources them).
 
 The interpreter itself is not packed (a conda-pack archive would carry it).
@@ -20,8 +20,13 @@ import sys
 import tarfile
 from pathlib import Path
 
-#: sh runs line 2 (exec the python next to this script); Python sees line 2 as a harmless string expression.
-RELOCATABLE_SHEBANG = b'#!/bin/sh\n"exec" "$(dirname -- "$0")/python" "$0" "$@"\n'
+#: For sh, line 2 is the no-op ``:`` and line 3 execs the python beside the script; for Python, lines 2-4 are one
+#: string literal (the module docstring, so ``from __future__`` imports below it stay legal).
+RELOCATABLE_SHEBANG = b"""#!/bin/sh
+''':'
+exec "$(dirname -- "$0")/python" "$0" "$@"
+'''
+"""
 _SKIPPED = frozenset({"activate", "activate.csh", "activate.fish", "Activate.ps1"})
 
 

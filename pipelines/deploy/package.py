@@ -102,13 +102,13 @@ def build_wheel(source: Path, out: Path) -> Path:
     return built[-1]
 
 
-def build_environment(wheel: Path, venv: Path) -> None:
-    """A fresh venv with the wheel and its executor-side requirements."""
+def build_environment(wheel: Path, venv: Path, extra: tuple[str, ...] = ()) -> None:
+    """A fresh venv with the wheel, its executor-side requirements and ``extra`` ones (e.g. ``s3fs``)."""
     _run("creating the environment", [sys.executable, "-m", "venv", str(venv)])
     python = str(venv / "bin" / "python")
     with_deps, without = runtime_requirements(importlib.metadata.requires(DIST) or [])
     pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    _run("installing the wheel and its dependencies", [*pip, str(wheel), *with_deps])
+    _run("installing the wheel and its dependencies", [*pip, str(wheel), *with_deps, *extra])
     if without:
         _run("installing " + ", ".join(without), [*pip, "--no-deps", *without])
 
@@ -126,8 +126,8 @@ def spark_submit_args(archive: Path, driver_python: str = sys.executable) -> lis
     ]
 
 
-def build_package(out: Path, *, python_prefix: str | None = None) -> Package:
-    """Wheel + ``kafka-logdir-gc-<version>-env.tar.gz`` in ``out``.
+def build_package(out: Path, *, python_prefix: str | None = None, extra: tuple[str, ...] = ()) -> Package:
+    """Wheel + ``kafka-logdir-gc-<version>-env.tar.gz`` in ``out``; ``extra`` requirements go into the archive too.
 
     Raises:
         PackagingFailed: no source checkout, or pip failed (no network and nothing cached, no compiler, …).
@@ -137,6 +137,6 @@ def build_package(out: Path, *, python_prefix: str | None = None) -> Package:
     archive = out / f"{DIST}-{importlib.metadata.version(DIST)}-env.tar.gz"
     with tempfile.TemporaryDirectory(prefix="klgc-env-") as tmp:
         venv = Path(tmp) / ENV_DIR
-        build_environment(wheel, venv)
+        build_environment(wheel, venv, extra)
         pack_venv(venv, archive, python_prefix=python_prefix)
     return Package(wheel, archive, spark_submit_args(archive))
