@@ -68,9 +68,11 @@ def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: P
 def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Progress, include_segments: bool,
                now: datetime | None, spark_log: Path | None) -> RunReport:
     from pipelines.tables import open_store
-    from pipelines.tables.spark_session import build_spark
+    from pipelines.tables.spark_session import build_spark, under_spark_submit
 
     now = now or datetime.now(timezone.utc)
+    if under_spark_submit() and config.spark.master is None:
+        spark_log = None  # the submitter's JVM is running already: its output is the submitter's
     config, fleet_view = with_fleet(config)
     report = RunReport(run_id, config.cluster, config.warehouse)
     progress(f"starting Spark ({config.spark.master or 'local'})"

@@ -185,7 +185,7 @@ def scratch_dir() -> Path:
     return cache_dir() / "spark-scratch"
 
 
-def _under_spark_submit() -> bool:
+def under_spark_submit() -> bool:
     """True inside a Python process launched by spark-submit / the pyspark shell (the JVM is already up)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
@@ -263,7 +263,7 @@ def build_spark(
         return active
 
     settings: dict[str, str] = dict(_COMMON_DEFAULTS)
-    starts_jvm = not (_under_spark_submit() and master is None)
+    starts_jvm = not (under_spark_submit() and master is None)
     if not starts_jvm:
         from pyspark import SparkConf
 

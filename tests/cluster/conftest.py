@@ -82,7 +82,7 @@ def package() -> dict:
         assert done.returncode == 0, done.stderr[-3000:]
         (tmp / "package.json").write_text(done.stdout)
 
-    out = _build_once(cache_dir() / "spark-package" / _source_hash(), build)
+    out = _build_once(cache_dir() / "spark-package" / _source_hash(), build).resolve()
     printed = (out / "package.json").read_text()
     # the paths were printed for the directory it was built in; the same files sit in `out` now
     return json.loads(printed.replace(str(out.with_name(out.name + ".building")), str(out)))

@@ -55,7 +55,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         data = {**base, "warehouse": str(root / f"warehouse-{name}")}
         configs[name] = root / f"{name}.yaml"
         configs[name].write_text(yaml.safe_dump(data))
-    (root / "cwd").mkdir()
+    configs["cwd"] = root / "cwd"  # where spark-submit runs: nothing may be left in it
+    configs["cwd"].mkdir()
     return configs
 
 
