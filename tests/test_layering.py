@@ -11,7 +11,7 @@ import pytest
 
 import pipelines
 
-SPARK_FREE = ("kafka", "metadata", "plan", "execute", "cli", "config", "simulate", "analytics")
+SPARK_FREE = ("kafka", "metadata", "plan", "execute", "cli", "config", "simulate", "analytics", "deploy")
 ROOT = Path(pipelines.__file__).resolve().parent
 
 
