@@ -35,6 +35,12 @@ def missing_module_error(module: str, detail: str = "") -> ExecutorsLackModule:
         f"(spark.archives), see {README_SECTION}")
 
 
+def crawl_modules(log_dir_urls: Sequence[str]) -> tuple[str, ...]:
+    """What the crawl of these log dirs imports on executors (the SSH library only when a log dir is ``sftp://``)."""
+    remote = any(url.startswith(("sftp://", "ssh://")) for url in log_dir_urls)
+    return CRAWL_MODULES + (("paramiko",) if remote else ())
+
+
 def _probe(modules: Sequence[str]) -> Callable[[Any], tuple[str | None, str, str]]:
     def probe(_: Any) -> tuple[str | None, str, str]:
         import importlib

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.config.load import load_config
 from pipelines.config.models import AppConfig
-from pipelines.deploy.executor_check import as_missing_module, check_executors
+from pipelines.deploy.executor_check import as_missing_module, check_executors, crawl_modules
 from pipelines.errors import PipelinesError
 
 if TYPE_CHECKING:
@@ -45,10 +45,16 @@ def job_context(argv: Sequence[str] | None, description: str,
     args = parser.parse_args(argv)
     config = load_config(args.config)
     spark = build_spark(master=config.spark.master, conf=config.spark.conf)
-    check_executors(spark)
+    check_executors(spark, crawl_modules(configured_log_dirs(config)))
     store = open_store("spark", config.warehouse, spark=spark)
     store.ensure_tables()
     return JobContext(config, args.run_id, args, spark, store)
+
+
+def configured_log_dirs(config: AppConfig) -> list[str]:
+    """Every log-dir URL (or template) of the config, for the executor probe."""
+    urls = [url for b in config.brokers for url in b.log_dirs]
+    return urls + list(config.brokers_from.log_dirs if config.brokers_from else ())
 
 
 def run_job(main: Callable[[], Any]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.config.models import AppConfig
-from pipelines.deploy.executor_check import as_missing_module, check_executors
+from pipelines.deploy.executor_check import as_missing_module, check_executors, crawl_modules
 from pipelines.orchestrate.fleet import with_fleet
 from pipelines.orchestrate.steps import (
     StepReport,
@@ -78,7 +78,7 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
     progress(f"starting Spark ({config.spark.master or 'local'})"
              + (f"; its output goes to {spark_log} (-v shows it here)" if spark_log else ""))
     spark = build_spark(master=config.spark.master, conf=config.spark.conf, log_file=spark_log)
-    check_executors(spark)
+    check_executors(spark, crawl_modules([url for b in config.brokers for url in b.log_dirs]))
     store = open_store("spark", config.warehouse, spark=spark)
     store.ensure_tables()
 

@@ -104,6 +104,14 @@ def _rows(warehouse: Path) -> dict[str, list[str]]:
     return out
 
 
+def _error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The job's own message: exactly one ``error:`` line (Spark's log4j lines around it are the cluster's)."""
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Py4JJavaError" not in done.stderr
+    return lines[0]
+
+
 def test_package_json_is_exactly_wheel_archive_and_spark_submit_args(package: dict) -> None:
     assert set(package) == {"wheel", "archive", "spark_submit_args"}
     assert Path(package["wheel"]).is_file() and package["wheel"].endswith(".whl")
@@ -115,23 +123,21 @@ def test_executors_without_the_package_fail_in_one_line_and_detect_refuses_the_r
         standalone: StandaloneCluster, world: dict[str, Path], package: dict) -> None:
     crawl = _submit(standalone, world, "crawl", _job_args(world, "crawl", "bare"), _driver_only(package))
     assert crawl.returncode == 1, crawl.stderr[-3000:]
-    last = crawl.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: Spark executors cannot import pipelines") and 'README "Deploying"' in last
-    assert "Traceback" not in crawl.stderr and "Py4JJavaError" not in crawl.stderr
+    line = _error_line(crawl)
+    assert line.startswith("error: Spark executors cannot import pipelines") and 'README "Deploying"' in line
 
     wheel_as_zip = world["root"] / "kafka_logdir_gc.zip"  # --py-files puts .zip (not .whl) on the executors' path
     shutil.copy(package["wheel"], wheel_as_zip)
     crawl = _submit(standalone, world, "crawl", _job_args(world, "crawl", "bare"),
                     ["--py-files", str(wheel_as_zip), *_driver_only(package)])
     assert crawl.returncode == 1, crawl.stderr[-3000:]
-    last = crawl.stderr.strip().splitlines()[-1]
-    missing = last.removeprefix("error: Spark executors cannot import ").split(" ")[0]
-    assert missing not in ("pipelines", last) and missing.split(".")[0] in THIRD_PARTY, last
-    assert "Traceback" not in crawl.stderr
+    line = _error_line(crawl)
+    missing = line.removeprefix("error: Spark executors cannot import ").split(" ")[0]
+    assert missing not in ("pipelines", line) and missing.split(".")[0] in THIRD_PARTY, line
 
     detect = _submit(standalone, world, "detect", _job_args(world, "detect", "bare"), package["spark_submit_args"])
     assert detect.returncode == 1, detect.stderr[-3000:]
-    assert detect.stderr.strip().splitlines()[-1] == (
+    assert _error_line(detect) == (
         "error: detect refused: the crawl of run bare never ran (no row); rerun the crawl for this run id first")
 
 
@@ -191,7 +197,7 @@ def test_rerun_with_a_worker_killed_during_the_crawl_changes_no_row(
     if code != 0:  # the job may fail instead of recovering: then it must say so, and detect must refuse the run
         assert row["status"] == "failed", log.read_text()[-3000:]
         refused = _submit(standalone, world, "detect", _job_args(world, "detect"), package["spark_submit_args"])
-        assert refused.returncode == 1 and "detect refused" in refused.stderr.strip().splitlines()[-1]
+        assert refused.returncode == 1 and _error_line(refused).startswith("error: detect refused")
     standalone.start_worker(0)
     standalone.wait_registered(0)
     jobs = ("crawl", "ingest_metadata", "detect", "plan") if code != 0 else ("ingest_metadata", "detect", "plan")
