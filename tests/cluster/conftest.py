@@ -83,6 +83,9 @@ def package() -> dict:
         (tmp / "package.json").write_text(done.stdout)
 
     out = _build_once(cache_dir() / "spark-package" / _source_hash(), build).resolve()
+    for stale in out.parent.iterdir():  # packages of older sources: ~150 MB each
+        if stale != out and not stale.name.endswith(".building"):
+            shutil.rmtree(stale, ignore_errors=True)
     printed = (out / "package.json").read_text()
     # the paths were printed for the directory it was built in; the same files sit in `out` now
     return json.loads(printed.replace(str(out.with_name(out.name + ".building")), str(out)))

@@ -105,10 +105,14 @@ def _rows(warehouse: Path) -> dict[str, list[str]]:
 
 
 def _error_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The job's own message: exactly one ``error:`` line (Spark's log4j lines around it are the cluster's)."""
-    lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert len(lines) == 1, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr and "Py4JJavaError" not in done.stderr
+    """The job's own message: exactly one ``error:`` line (Spark's log4j lines around it are the cluster's).
+
+    spark-submit merges the Python driver's stderr into its own stdout (PythonRunner), so both streams are read.
+    """
+    both = done.stdout + done.stderr
+    lines = [line for line in both.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1, both[-3000:]
+    assert "Traceback" not in both and "Py4JJavaError" not in both
     return lines[0]
 
 
