@@ -12,7 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 
@@ -37,7 +37,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 report.sections.append(("spark standalone logs", value.log_tails(40)))
 
 
-def _build_once(target: Path, build: callable) -> Path:  # type: ignore[valid-type]
+def _build_once(target: Path, build: Callable[[Path], None]) -> Path:
     """``build(tmp)`` into a sibling directory, then renamed to ``target`` (a half-built one is never reused)."""
     if target.is_dir():
         return target
