@@ -37,10 +37,12 @@ SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
 NOW_MS = 1_780_000_000_000
 NOW = "2026-05-28T20:26:40+00:00"  # NOW_MS as ISO 8601: the clock of detect and plan in every mode
 RUN = "r1"
-#: Columns that record when a step ran, not what it found: the only ones a rerun may change.
 #: Dependencies the workers' venv (pyspark, pyarrow, pandas) lacks: the wheel alone leaves one of them missing.
 THIRD_PARTY = frozenset({"fsspec", "pydantic", "yaml", "crc32c", "cramjam", "click", "deltalake", "paramiko"})
-WALL_CLOCK = frozenset({"started_at", "finished_at", "crawled_at", "at", "detected_at", "updated_at"})
+#: Columns that record when a step ran, or the filesystem's used/free bytes at that moment (other processes write
+#: to the same disk), not what it found: the only ones a rerun may change.
+WALL_CLOCK = frozenset({"started_at", "finished_at", "crawled_at", "at", "detected_at", "updated_at",
+                        "fs_used_bytes", "fs_free_bytes"})
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +200,7 @@ def test_rerun_with_a_worker_killed_during_the_crawl_changes_no_row(
         code = crawl.wait(timeout=900)
     store = open_store("rust", str(warehouse))
     [row] = store.read_rows("crawl_runs", {"run_id": RUN})
+    print(f"crawl with worker 0 killed: exit {code}, crawl_runs.status {row['status']}")  # which path this run took
     if code != 0:  # the job may fail instead of recovering: then it must say so, and detect must refuse the run
         assert row["status"] == "failed", log.read_text()[-3000:]
         refused = _submit(standalone, world, "detect", _job_args(world, "detect"), package["spark_submit_args"])
