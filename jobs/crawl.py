@@ -8,6 +8,7 @@ Each table's rows of this run are replaced atomically (``replaceWhere run_id = .
 
 from __future__ import annotations
 
+from pipelines.orchestrate.fleet import with_fleet
 from pipelines.orchestrate.job_args import job_context, run_job
 from pipelines.orchestrate.steps import crawl_step
 
@@ -15,7 +16,8 @@ from pipelines.orchestrate.steps import crawl_step
 def main(argv: list[str] | None = None) -> None:
     ctx = job_context(argv, "Crawl broker log dirs for one run.", lambda p: p.add_argument(
         "--include-segments", action="store_true", help="also write per-file segment_files rows"))
-    report = crawl_step(ctx.spark, ctx.store, ctx.config, ctx.run_id, include_segments=ctx.args.include_segments)
+    config, _ = with_fleet(ctx.config)  # brokers_from: the broker list from the controller metadata
+    report = crawl_step(ctx.spark, ctx.store, config, ctx.run_id, include_segments=ctx.args.include_segments)
     print(f"crawl {ctx.run_id}: {report.counts}")
     if report.counts["status"] == "failed":
         raise SystemExit(1)

@@ -58,3 +58,7 @@ class SourceUnavailable(PipelinesError):
 
 class StorageUnavailable(PipelinesError):
     """The warehouse's object store stayed unreachable or kept throttling through every retry."""
+
+
+class StepRefused(PipelinesError):
+    """A pipeline step will not run on a run id whose earlier step (crawl, ingest) did not succeed."""

@@ -44,3 +44,18 @@ def load(module: str) -> ModuleType | None:
         return importlib.import_module(module)
     except ImportError:
         return None
+
+
+#: The speed-ups a crawl task uses: the compiled lister and the slotted-dataclass constructors.
+CRAWL_SPEEDUPS = ("pipelines.crawl._native_dirscan", "pipelines.kafka._native_fastinit")
+COMPILED = "compiled"
+PURE_PYTHON = "pure_python"
+
+
+def code_path(modules: tuple[str, ...] = CRAWL_SPEEDUPS) -> str:
+    """``compiled`` when every one of ``modules`` loads in this process, else ``pure_python``.
+
+    A Spark executor on another platform (or one that got the package as a zip, from which Python cannot load
+    extension modules) runs the pure-Python twins; tasks report this so the run says which path ran.
+    """
+    return COMPILED if all(load(m) is not None for m in modules) else PURE_PYTHON

@@ -104,18 +104,21 @@ def _print_report(report: Any, config: AppConfig, as_json: bool, metrics: Metric
         click.echo(f"metrics: {metrics.file}" + (f" (pushed to {metrics.pushed_to})" if metrics.pushed_to else ""))
 
 
-def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments: bool) -> None:
+def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments: bool,
+         verbose: bool = False) -> None:
     from pipelines import progress
     from pipelines.cli.progress import reporter_for
     from pipelines.metrics.run_metrics import record_failed_run, record_run
     from pipelines.orchestrate import new_run_id, run_pipeline
+    from pipelines.orchestrate.pipeline import spark_log_path
 
     run_id = run_id or new_run_id()
+    spark_log = None if verbose else spark_log_path(config, run_id)
     reporter = reporter_for()
     with progress.installed(reporter), stdout_to_stderr():
         try:
             report = run_pipeline(config, run_id, created_by=getpass.getuser(), progress=reporter.note,
-                                  include_segments=include_segments)
+                                  include_segments=include_segments, spark_log=spark_log)
         except Exception:
             for note in record_failed_run(config, run_id).notes:
                 click.echo(f"logdir-gc: warning: {note}", err=True)
@@ -123,6 +126,17 @@ def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments:
     durations = {step.replace(" ", "_"): seconds for step, seconds in reporter.durations.items()}
     metrics = record_run(config, run_id, durations, plan_id=report.plan_id)
     _print_report(report, config, as_json, metrics)
+
+
+def _with_master(config: AppConfig, master: str | None) -> AppConfig:
+    """``--master`` wins over ``spark.master`` of the config."""
+    if master is None:
+        return config
+    return config.model_copy(update={"spark": config.spark.model_copy(update={"master": master})})
+
+
+_verbose = click.option("-v", "--verbose", is_flag=True,
+                        help="Spark's own output (log4j, Ivy) on stderr instead of a log file under the warehouse.")
 
 
 @click.command("run")
@@ -133,12 +147,17 @@ def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments:
 @click.option("--cluster", help="Cluster name (default: from the config, else 'default').")
 @click.option("--run-id", help="Run id (default: the UTC time); a rerun with the same id replaces its rows.")
 @click.option("--include-segments", is_flag=True, help="Also write the per-file segment_files table.")
+@click.option("--master", metavar="URL", help="Spark master (spark://…, yarn, k8s://…, local[N]); wins over"
+              " spark.master of the config. Client mode: this process is the driver.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@_verbose
 def run(config_file: str | None, logdirs: tuple[str, ...], metadata: str | None, warehouse: str | None,
-        cluster: str | None, run_id: str | None, include_segments: bool, as_json: bool) -> None:
-    """Crawl → ingest controller metadata → detect → plan, on local Spark or under spark-submit."""
+        cluster: str | None, run_id: str | None, include_segments: bool, master: str | None, as_json: bool,
+        verbose: bool) -> None:
+    """Crawl → ingest controller metadata → detect → plan, on local Spark, a cluster (--master) or under
+    spark-submit."""
     config = build_config(config_file, logdirs=logdirs, metadata=metadata, warehouse=warehouse, cluster=cluster)
-    _run(config, run_id, as_json, include_segments)
+    _run(_with_master(config, master), run_id, as_json, include_segments, verbose)
 
 
 @click.command("demo")
@@ -149,7 +168,8 @@ def run(config_file: str | None, logdirs: tuple[str, ...], metadata: str | None,
 @click.option("--warehouse", default=None,
               help="Root of the Delta tables (default: OUT/warehouse), e.g. s3://bucket/wh with the AWS variables set.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
-def demo(out: str, brokers: int, jbod: int, warehouse: str | None, as_json: bool) -> None:
+@_verbose
+def demo(out: str, brokers: int, jbod: int, warehouse: str | None, as_json: bool, verbose: bool) -> None:
     """Generate a small cluster with every kind of leftover, then run the whole pipeline on it."""
     from pipelines.simulate import PRESETS, ClusterSpec, OutputNotEmpty, generate
 
@@ -162,7 +182,7 @@ def demo(out: str, brokers: int, jbod: int, warehouse: str | None, as_json: bool
         sys.exit(USAGE)
     _progress(f"generated a {brokers}-broker cluster in {target} ({result.files} files; truth: {result.truth_path})")
     _demo_signing(Path(result.config_path), target)
-    _run(load_config(result.config_path), None, as_json, include_segments=False)
+    _run(load_config(result.config_path), None, as_json, include_segments=False, verbose=verbose)
 
 
 def _demo_signing(config_path: Path, target: Path) -> None:

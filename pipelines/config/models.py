@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pipelines.config.duration import parse_duration_ms
+from pipelines.config.fleet import BrokersFromConfig
 from pipelines.config.metrics_config import MetricsConfig
 
 #: The grace period can never be configured below this (cf. Iceberg's 24 h floor for orphan-file removal).
@@ -217,6 +218,8 @@ class AppConfig(_Strict):
         default_factory=dict, description="object-store options for warehouse and plans_dir (e.g. AWS_ENDPOINT_URL,"
         " AWS_REGION, AWS_PROFILE); they win over the standard AWS variables, which are enough on their own")
     brokers: tuple[BrokerConfig, ...] = ()
+    brokers_from: BrokersFromConfig | None = Field(default=None, description="derive brokers from the controller"
+                                                   " metadata's broker ids and URL templates (pipelines.config.fleet)")
     metadata: MetadataConfig = MetadataConfig(kind="none")
     detect: DetectConfig = DetectConfig()
     policy: PolicyConfig = PolicyConfig()
@@ -230,4 +233,6 @@ class AppConfig(_Strict):
         ids = [b.broker_id for b in self.brokers]
         if len(ids) != len(set(ids)):
             raise ValueError("brokers: each broker_id may appear only once")
+        if self.brokers_from is not None and self.metadata.kind == "none":
+            raise ValueError("brokers_from needs a controller metadata source (metadata.kind) to read broker ids from")
         return self

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from pipelines import native
 from pipelines.crawl.rows import Row, utc_now
 from pipelines.crawl.tasks import (
     DEFAULT_FANOUT_DIRS,
@@ -38,9 +39,14 @@ def run_status(log_dir_rows: int, jobs: int, errors: int) -> str:
     return "partial" if errors else "succeeded"
 
 
+def run_code_path(paths: set[str]) -> str:
+    """The run's ``code_path`` from its tasks' (``native.code_path``): one of them, or ``mixed``."""
+    return paths.pop() if len(paths) == 1 else ("mixed" if paths else native.code_path())
+
+
 def run_row(
-    *, run_id: str, cluster: str, started_at: datetime, finished_at: datetime, brokers: Sequence[BrokerLike],
-    log_dirs: int, partition_dirs: int, files: int, bytes_: int, errors: int, jobs: int,
+    *, run_id: str, cluster: str, started_at: datetime, finished_at: datetime | None, brokers: Sequence[BrokerLike],
+    log_dirs: int, partition_dirs: int, files: int, bytes_: int, errors: int, jobs: int, code_path: str | None,
 ) -> Row:  # fmt: skip
     """The ``crawl_runs`` row. ``source`` is ``listing``, ``inventory`` or ``mixed``."""
     kinds = {"inventory" if b.inventory else "listing" for b in brokers}
@@ -49,7 +55,7 @@ def run_row(
         "run_id": run_id, "cluster": cluster, "started_at": started_at, "finished_at": finished_at,
         "status": run_status(log_dirs, jobs, errors), "source": source, "brokers": len(brokers),
         "log_dirs": log_dirs, "partition_dirs": partition_dirs, "files": files, "bytes": bytes_, "errors": errors,
-        "config_json": redacted_config_json(brokers),
+        "config_json": redacted_config_json(brokers), "code_path": code_path,
     }  # fmt: skip
 
 
@@ -85,5 +91,6 @@ def crawl_local(
         log_dirs=len(result.log_dirs), partition_dirs=len(result.partition_dirs),
         files=sum(r["files"] or 0 for r in result.partition_dirs),
         bytes_=sum(r["bytes"] or 0 for r in result.partition_dirs), errors=len(result.errors), jobs=len(jobs),
+        code_path=native.code_path(),
     )  # fmt: skip
     return result

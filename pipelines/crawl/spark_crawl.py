@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pipelines.crawl.local_crawl import CrawlResult, crawl_local, run_row
+from pipelines import native
+from pipelines.crawl.local_crawl import CrawlResult, crawl_local, run_code_path, run_row
 from pipelines.crawl.rows import LogDirRows, utc_now
 from pipelines.crawl.tasks import DEFAULT_FANOUT_DIRS, BrokerLike, Chunk, LogDirJob, chunk_task, jobs_for, root_task
 from pipelines.tables.schemas import CRAWL_ERRORS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, TableSchema
@@ -34,6 +35,7 @@ _TABLES: dict[str, TableSchema] = {
 _COLUMNS = {name: t.column_names for name, t in _TABLES.items()}
 _CHUNK = "chunk"
 _BYTES = "chunk_bytes"
+_CODE_PATH = "code_path"  # one record per task: did it run the compiled speed-ups
 MAX_CHUNK_PARTITIONS = 10_000
 
 
@@ -65,12 +67,14 @@ def _records(rows: LogDirRows, job: LogDirJob | None) -> Iterator[tuple[str, Any
 
 def _root_records(job: LogDirJob, at: datetime, include_segments: bool, fanout: int | None) -> Iterator[Any]:
     rows, chunks = root_task(job, at, include_segments=include_segments, fanout_dirs=fanout)
+    yield _CODE_PATH, native.code_path()
     yield from _records(rows, None)
     for chunk in chunks:
         yield _CHUNK, chunk
 
 
 def _chunk_records(chunk: Chunk, include_segments: bool) -> Iterator[Any]:
+    yield _CODE_PATH, native.code_path()
     yield from _records(chunk_task(chunk, include_segments=include_segments), chunk.job)
 
 
@@ -80,11 +84,11 @@ def _frame(spark: SparkSession, records: RDD[Any], name: str) -> DataFrame:
 
 
 def _summary(records: RDD[Any]) -> dict[str, int]:
-    """Counts per table plus partition-dir files and bytes: the only data brought to the driver."""
+    """Counts per table, partition-dir files and bytes, tasks per code path: the only data brought to the driver."""
 
     def one(r: Any) -> dict[str, int]:
         tag, row = r
-        out = {tag: 1}
+        out = {f"{_CODE_PATH}:{row}" if tag == _CODE_PATH else tag: 1}
         if tag == "partition_dirs":
             out["files"] = row[_COLUMNS["partition_dirs"].index("files")] or 0
             out["bytes"] = row[_COLUMNS["partition_dirs"].index("bytes")] or 0
@@ -93,7 +97,7 @@ def _summary(records: RDD[Any]) -> dict[str, int]:
     def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
         return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
 
-    return records.filter(lambda r: r[0] in _TABLES).map(one).fold({}, add)
+    return records.filter(lambda r: r[0] in _TABLES or r[0] == _CODE_PATH).map(one).fold({}, add)
 
 
 def crawl(
@@ -147,7 +151,7 @@ def crawl(
         run_id=run_id, cluster=cluster, started_at=started, finished_at=utc_now(), brokers=brokers,
         log_dirs=counts.get("log_dirs", 0), partition_dirs=counts.get("partition_dirs", 0),
         files=counts.get("files", 0), bytes_=counts.get("bytes", 0), errors=counts.get("crawl_errors", 0),
-        jobs=len(jobs),
+        jobs=len(jobs), code_path=run_code_path({k.partition(":")[2] for k in counts if k.startswith(_CODE_PATH)}),
     )  # fmt: skip
     return CrawlFrames(
         log_dirs=log_dirs,

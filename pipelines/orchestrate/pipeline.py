@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from pipelines.config.models import AppConfig
+from pipelines.deploy.executor_check import as_missing_module, check_executors, crawl_modules
 from pipelines.errors import StorageUnavailable
+from pipelines.orchestrate.fleet import with_fleet
 from pipelines.orchestrate.steps import (
     StepReport,
     crawl_step,
@@ -39,16 +42,47 @@ class RunReport:
         }
 
 
+def spark_log_path(config: AppConfig, run_id: str) -> Path:
+    """Where the Spark JVM's output goes: ``<warehouse>/_logs/`` for a local warehouse, else the cache's ``logs/``."""
+    from pipelines.tables.spark_session import cache_dir
+
+    warehouse = config.warehouse.removeprefix("file://")
+    root = Path(warehouse) / "_logs" if "://" not in warehouse else cache_dir() / "logs"
+    return root / f"spark-{run_id}.log"
+
+
 def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: Progress = lambda _: None,
-                 include_segments: bool = False, now: datetime | None = None) -> RunReport:
-    """Run every step for ``run_id``; a rerun with the same id replaces that run's rows."""
-    from pipelines.tables.spark_session import build_spark
+                 include_segments: bool = False, now: datetime | None = None,
+                 spark_log: Path | None = None) -> RunReport:
+    """Run every step for ``run_id``; a rerun with the same id replaces that run's rows.
+
+    ``spark_log``: a file for the Spark JVM's output (log4j, Ivy) when this call starts Spark; None leaves it on
+    the terminal. A failure caused by a module the cluster's executors lack is one ``ExecutorsLackModule`` line.
+    """
+    try:
+        return _run_steps(config, run_id, created_by=created_by, progress=progress,
+                          include_segments=include_segments, now=now, spark_log=spark_log)
+    except Exception as exc:
+        missing = as_missing_module(exc)
+        if missing is None:
+            raise
+        raise missing from None
+
+
+def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Progress, include_segments: bool,
+               now: datetime | None, spark_log: Path | None) -> RunReport:
+    from pipelines.tables.spark_session import build_spark, under_spark_submit
     from pipelines.tables.warehouse_store import warehouse_store
 
     now = now or datetime.now(timezone.utc)
+    if under_spark_submit() and config.spark.master is None:
+        spark_log = None  # the submitter's JVM is running already: its output is the submitter's
+    config, fleet_view = with_fleet(config)
     report = RunReport(run_id, config.cluster, config.warehouse)
-    progress(f"starting Spark ({config.spark.master or 'local'})")
-    spark = build_spark(master=config.spark.master, conf=config.spark.conf)
+    progress(f"starting Spark ({config.spark.master or 'local'})"
+             + (f"; its output goes to {spark_log} (-v shows it here)" if spark_log else ""))
+    spark = build_spark(master=config.spark.master, conf=config.spark.conf, log_file=spark_log)
+    check_executors(spark, crawl_modules([url for b in config.brokers for url in b.log_dirs]))
     store = warehouse_store(config.warehouse, config.warehouse_storage_options, engine="spark", spark=spark)
     store.ensure_tables()
 
@@ -62,7 +96,7 @@ def run_pipeline(config: AppConfig, run_id: str, *, created_by: str, progress: P
 
     try:
         timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
-        _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id))
+        _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id, view=fleet_view))
         timed("detect", lambda: detect_step(spark, store, config, run_id, now=now))
         _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
                                                   now=now))

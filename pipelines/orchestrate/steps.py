@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.config.models import AppConfig
 from pipelines.orchestrate.controller import ControllerView, load_controller_view
+from pipelines.orchestrate.run_status import now_utc, require_predecessors, tracked
 from pipelines.tables.base import TableStore
 
 if TYPE_CHECKING:
@@ -50,62 +51,93 @@ class StepReport:
 
 def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *,
                include_segments: bool = False) -> StepReport:
-    """Crawl every broker's log dirs (Spark tasks) into crawl_runs, log_dirs, partition_dirs, crawl_errors."""
+    """Crawl every broker's log dirs (Spark tasks) into crawl_runs, log_dirs, partition_dirs, crawl_errors.
+
+    ``crawl_runs`` says ``running`` while the rows are written and gets the outcome last (``run_status``).
+    """
+    from pipelines.crawl.local_crawl import run_row
     from pipelines.crawl.spark_crawl import crawl
 
-    frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster, include_segments=include_segments)
     run = {"run_id": run_id}
-    try:
-        store.overwrite_partition("log_dirs", run, frames.log_dirs)
-        store.overwrite_partition("partition_dirs", run, frames.partition_dirs)
-        store.overwrite_partition("crawl_errors", run, frames.errors)
-        if include_segments:
-            store.overwrite_partition("segment_files", run, frames.segment_files)
-        store.overwrite_partition("crawl_runs", run, [frames.run_row])
-    finally:
-        frames.unpersist()
-    row = frames.run_row
-    keys = ("status", "log_dirs", "partition_dirs", "files", "bytes", "errors")
+
+    def body() -> tuple[dict[str, Any], dict[str, Any]]:
+        frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster,
+                       include_segments=include_segments)
+        try:
+            store.overwrite_partition("log_dirs", run, frames.log_dirs)
+            store.overwrite_partition("partition_dirs", run, frames.partition_dirs)
+            store.overwrite_partition("crawl_errors", run, frames.errors)
+            if include_segments:
+                store.overwrite_partition("segment_files", run, frames.segment_files)
+        finally:
+            frames.unpersist()
+        return frames.run_row, frames.run_row
+
+    running = run_row(run_id=run_id, cluster=config.cluster, started_at=now_utc(), finished_at=None,
+                      brokers=config.brokers, log_dirs=0, partition_dirs=0, files=0, bytes_=0, errors=0, jobs=0,
+                      code_path=None)
+    row = tracked(store, "crawl_runs", running, body)
+    keys = ("status", "log_dirs", "partition_dirs", "files", "bytes", "errors", "code_path")
     return StepReport("crawl", {k: row[k] for k in keys})
 
 
 def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
                          view: ControllerView | None = None) -> tuple[StepReport, ControllerView]:
-    """Controller image → controller_* tables of this run; its events merged into the durable history."""
+    """Controller image → controller_* tables of this run; its events merged into the durable history.
+
+    ``ingest_runs`` says ``running`` while the rows are written and gets the outcome last (``run_status``).
+    """
     from pipelines.metadata import event_rows, image_rows
 
-    view = view or load_controller_view(config.metadata)
-    if view.removals_seen_at_ms is not None and store.exists("metadata_events"):  # ZooKeeper keeps no history
-        from pipelines.metadata.source import removed_topic_events
+    started = now_utc()
 
-        history = store.read_rows("metadata_events", {"cluster": config.cluster,
-                                                      "event": ["topic_created", "topic_removed"]})
-        view = view.with_events(removed_topic_events(history, view))
-    rows = image_rows(view.image, run_id=run_id, cluster=config.cluster, source=view.source)
-    for table, table_rows in rows.items():
-        store.overwrite_partition(table, {"run_id": run_id}, table_rows)
-    events = event_rows(view.events, cluster=config.cluster, source=view.source, run_id=run_id)
-    from_snapshot = [bool((e.detail or {}).get("from_snapshot")) for e in view.events]
-    for keys, snapshot in ((EVENT_KEYS, False), (SNAPSHOT_EVENT_KEYS, True)):
-        part = [row for row, flag in zip(events, from_snapshot, strict=True) if flag == snapshot]
-        if part:
-            store.merge("metadata_events", part, keys=keys, update_columns=[])
-    image = view.image
-    report = StepReport("ingest_metadata", {
-        "topics": len(rows["controller_topics"]), "partitions": len(rows["controller_partitions"]),
-        "brokers": len(rows["controller_brokers"]), "events": len(events), "metadata_offset": image.last_offset,
-        "complete": image.complete,
-    })
-    report.notes += [f"controller image incomplete: {r}" for r in image.incomplete_reasons]
-    return report, view
+    def body() -> tuple[tuple[StepReport, ControllerView], dict[str, Any]]:
+        loaded = view or load_controller_view(config.metadata)
+        if loaded.removals_seen_at_ms is not None and store.exists("metadata_events"):  # ZooKeeper keeps no history
+            from pipelines.metadata.source import removed_topic_events
+
+            history = store.read_rows("metadata_events", {"cluster": config.cluster,
+                                                          "event": ["topic_created", "topic_removed"]})
+            loaded = loaded.with_events(removed_topic_events(history, loaded))
+        rows = image_rows(loaded.image, run_id=run_id, cluster=config.cluster, source=loaded.source)
+        for table, table_rows in rows.items():
+            store.overwrite_partition(table, {"run_id": run_id}, table_rows)
+        events = event_rows(loaded.events, cluster=config.cluster, source=loaded.source, run_id=run_id)
+        from_snapshot = [bool((e.detail or {}).get("from_snapshot")) for e in loaded.events]
+        for keys, snapshot in ((EVENT_KEYS, False), (SNAPSHOT_EVENT_KEYS, True)):
+            part = [row for row, flag in zip(events, from_snapshot, strict=True) if flag == snapshot]
+            if part:
+                store.merge("metadata_events", part, keys=keys, update_columns=[])
+        image = loaded.image
+        counts = {
+            "topics": len(rows["controller_topics"]), "partitions": len(rows["controller_partitions"]),
+            "brokers": len(rows["controller_brokers"]), "events": len(events), "metadata_offset": image.last_offset,
+            "complete": image.complete,
+        }
+        report = StepReport("ingest_metadata", counts)
+        report.notes += [f"controller image incomplete: {r}" for r in image.incomplete_reasons]
+        row = {"run_id": run_id, "cluster": config.cluster, "started_at": started, "finished_at": now_utc(),
+               "status": "succeeded", "source": loaded.source, "metadata_offset": image.last_offset,
+               "image_complete": image.complete, "topics": counts["topics"], "partitions": counts["partitions"],
+               "brokers": counts["brokers"], "events": counts["events"]}
+        return (report, loaded), row
+
+    running = {"run_id": run_id, "cluster": config.cluster, "started_at": started}
+    return tracked(store, "ingest_runs", running, body)
 
 
 def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str,
                 now: datetime | None = None) -> StepReport:
-    """Classify every partition dir of the run against the controller tables of the same run → findings."""
+    """Classify every partition dir of the run against the controller tables of the same run → findings.
+
+    Raises:
+        StepRefused: the run's crawl or ingest did not succeed.
+    """
     from pyspark.sql import functions as F
 
     from pipelines.detect.spark_detect import detect
+
+    require_predecessors(store, run_id, "detect")
 
     def of_run(table: str) -> Any:
         return store.read(table).where(F.col("run_id") == run_id)
@@ -160,11 +192,15 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
 
     The findings are read with ``store`` (Spark); the plan is registered with delta-rs, the engine that writes the
     plan tables (``pipelines.tables.ownership``). A run with nothing plannable writes no plan.
+
+    Raises:
+        StepRefused: the run's crawl or ingest did not succeed.
     """
     from pipelines.plan.approval import register_plan
     from pipelines.plan.emit import emit_plan
     from pipelines.tables.object_store import warehouse_storage
 
+    require_predecessors(store, run_id, "plan")
     view = view or load_controller_view(config.metadata)
     rows, cluster_id = plan_inputs(spark, store, run_id)
     out_dir = plans_dir(config)

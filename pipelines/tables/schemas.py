@@ -84,13 +84,24 @@ _RUN = (("run_id", "string", "crawl run id; reruns with the same id replace that
 _WHERE = (("broker_id", "int"), ("log_dir", "string", "log-dir URL as crawled"))
 
 CRAWL_RUNS = _t(
-    "crawl_runs", "One row per crawl run.", (),
+    "crawl_runs", "One row per crawl run: `running` while its rows are written, then its outcome.", (),
     *_RUN,
     ("started_at", "timestamp"), ("finished_at", "timestamp"),
     ("status", "string", "running | succeeded | partial | failed"),
     ("source", "string", "listing | inventory"),
     ("brokers", "int"), ("log_dirs", "int"), ("partition_dirs", "long"), ("files", "long"), ("bytes", "long"),
     ("errors", "long"), ("config_json", "string"),
+    ("code_path", "string", "compiled | pure_python | mixed: whether the crawl tasks ran the compiled speed-ups"),
+)
+
+INGEST_RUNS = _t(
+    "ingest_runs", "One row per controller-metadata ingest per run; detect and plan refuse a run without a"
+    " succeeded one.", (),
+    *_RUN,
+    ("started_at", "timestamp"), ("finished_at", "timestamp"),
+    ("status", "string", "running | succeeded | failed"),
+    ("source", "string"), ("metadata_offset", "long", "last replayed metadata offset"),
+    ("image_complete", "bool"), ("topics", "int"), ("partitions", "long"), ("brokers", "int"), ("events", "long"),
 )
 
 LOG_DIRS = _t(
@@ -226,7 +237,7 @@ ALL_TABLES: MappingProxyType[str, TableSchema] = MappingProxyType(
     {
         t.name: t
         for t in (
-            CRAWL_RUNS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, CRAWL_ERRORS, CONTROLLER_TOPICS,
+            CRAWL_RUNS, INGEST_RUNS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, CRAWL_ERRORS, CONTROLLER_TOPICS,
             CONTROLLER_PARTITIONS, CONTROLLER_BROKERS, METADATA_EVENTS, FINDINGS, GC_PLANS, GC_PLAN_ITEMS,
             GC_PLAN_AUDIT, GC_PLAN_SIGNATURES, GC_JOURNAL,
         )

@@ -138,7 +138,8 @@ class SparkTableStore(TableStore):
     def append(self, table: TableRef, rows: Any) -> None:
         self.check_writer(table)
         df = self._to_df(table, rows)
-        self._retrying(lambda: df.write.format("delta").mode("append").save(self.table_uri(table)))
+        self._retrying(lambda: df.write.format("delta").mode("append").option("mergeSchema", "true")
+                       .save(self.table_uri(table)))
 
     def overwrite_partition(self, table: TableRef, predicate_columns: Where, rows: Any) -> None:
         if not predicate_columns:
@@ -155,7 +156,8 @@ class SparkTableStore(TableStore):
         predicate = sql_predicate(predicate_columns, "spark")
         self._retrying(
             lambda: (
-                df.write.format("delta").mode("overwrite").option("replaceWhere", predicate).save(self.table_uri(table))
+                df.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
+                .option("mergeSchema", "true").save(self.table_uri(table))
             )
         )
 
@@ -217,8 +219,11 @@ class SparkTableStore(TableStore):
         if where:
             df = df.where(sql_predicate(where, "spark"))
         declared = self.declared_schema(table)
-        if declared is not None:
-            df = df.select([f"`{c}`" for c in declared.column_names])
+        if declared is not None:  # a column added to the schema after the table was written reads as null
+            from pyspark.sql import functions as F
+
+            df = df.select([F.col(f"`{f.name}`") if f.name in df.columns else F.lit(None).cast(f.dataType).alias(f.name)
+                            for f in declared.to_spark().fields])
         return df
 
     def read_arrow(

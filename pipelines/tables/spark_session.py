@@ -8,10 +8,16 @@ Two situations:
 * **Under spark-submit / a pyspark shell** (a session is active, or the JVM gateway was launched for us): the
   cluster's session is reused; jars must come from the submitter (``--packages`` or the cluster image). Only
   settings the caller passes explicitly, plus the Delta extension and catalog when none is set, are applied.
-* **Standalone Python** (tests, notebooks, the set-up script): a ``local[*]`` session is started. Delta jars
-  are resolved by Spark's Ivy from one Maven repository (``KLGC_MAVEN_REPO``, default Maven Central) into a
-  cache directory of ours, because Spark's default resolver chain also consults ``~/.m2`` (which may hold poms
-  without jars) and an unreachable package host.
+* **Standalone Python** (``logdir-gc run``, tests, notebooks, the set-up script): a session is started on the
+  given master (``local[*]`` by default, or a cluster's ``spark://``/``yarn``/``k8s://`` URL in client mode).
+  Delta jars are resolved ONCE by Spark's Ivy from one Maven repository (``KLGC_MAVEN_REPO``, default Maven
+  Central) into a cache directory of ours, because Spark's default resolver chain also consults ``~/.m2`` (which
+  may hold poms without jars) and an unreachable package host. The jars that resolution retrieved are recorded in
+  a manifest beside them; every later session starts on those files (``spark.jars``) without a resolver run. The
+  driver ships ``spark.jars`` to a cluster's executors, so the same works for non-local masters.
+
+The JVM we start can write its output (Spark's log4j, Ivy, JVM warnings) to a log file instead of the terminal
+(``log_file``), and Spark's ``spark.sql.warehouse.dir`` points into our cache, never at the caller's directory.
 
 Environment:
     KLGC_CACHE_DIR: cache root (Ivy settings, Ivy cache, resolved jars). Default: ``<repo>/.cache`` when this
@@ -21,8 +27,10 @@ Environment:
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,6 +48,8 @@ __all__ = [
     "JarsUnavailable",
     "build_spark",
     "cache_dir",
+    "cached_jars",
+    "delta_jar_settings",
     "delta_packages",
     "ivy_settings_path",
     "jars_dir",
@@ -125,7 +135,59 @@ def jars_ready() -> bool:
     return all((directory / name).is_file() for name in _expected_jar_names())
 
 
-def _under_spark_submit() -> bool:
+def jars_manifest_path() -> Path:
+    """The record of the jars one resolution of the Delta and s3a packages retrieved (names in :func:`jars_dir`)."""
+    key = hashlib.sha256("\n".join([*delta_packages(), *S3A_PACKAGES, maven_repo()]).encode()).hexdigest()[:16]
+    return cache_dir() / "ivy" / f"resolved-{key}.jars"
+
+
+def cached_jars() -> list[Path] | None:
+    """The jar files a previous resolution recorded, when every one of them is still there; else None."""
+    try:
+        names = jars_manifest_path().read_text().split()
+    except OSError:
+        return None
+    paths = [jars_dir() / name for name in names]
+    if not names or not all(path.is_file() for path in paths):
+        return None
+    return paths
+
+
+def _record_resolved_jars(spark_jars: str) -> None:
+    """Write the manifest from the ``spark.jars`` a resolving session ended up with (our cache's jars only)."""
+    directory = jars_dir().resolve()
+    names = []
+    for url in filter(None, spark_jars.split(",")):
+        path = Path(url.removeprefix("file://").removeprefix("file:")).resolve()
+        if path.parent == directory:
+            names.append(path.name)
+    if not set(_expected_jar_names()) <= set(names):
+        return
+    target = jars_manifest_path()
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    tmp.write_text("".join(f"{name}\n" for name in sorted(names)))
+    tmp.replace(target)
+
+
+def delta_jar_settings() -> dict[str, str]:
+    """Settings that put the Delta jars on a session we start: the cached files, else an Ivy resolution."""
+    jars = cached_jars()
+    if jars is not None:
+        return {"spark.jars": ",".join(str(path) for path in jars)}
+    return {
+        "spark.jars.packages": ",".join(delta_packages() + list(S3A_PACKAGES)),
+        "spark.jars.excludes": ",".join(S3A_EXCLUDES),
+        "spark.jars.ivySettings": str(ivy_settings_path()),
+        "spark.jars.ivy": str(cache_dir() / "ivy"),
+    }
+
+
+def scratch_dir() -> Path:
+    """Where Spark's own catalog directory goes (``spark.sql.warehouse.dir``): under the cache, not the cwd."""
+    return cache_dir() / "spark-scratch"
+
+
+def under_spark_submit() -> bool:
     """True inside a Python process launched by spark-submit / the pyspark shell (the JVM is already up)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
@@ -140,10 +202,6 @@ def _local_cores(master: str) -> int:
 def _local_defaults(master: str) -> dict[str, str]:
     cores = _local_cores(master)
     return {
-        "spark.jars.packages": ",".join(delta_packages() + list(S3A_PACKAGES)),
-        "spark.jars.excludes": ",".join(S3A_EXCLUDES),
-        "spark.jars.ivySettings": str(ivy_settings_path()),
-        "spark.jars.ivy": str(cache_dir() / "ivy"),
         "spark.sql.shuffle.partitions": str(2 * cores),
         "spark.default.parallelism": str(2 * cores),
         "spark.ui.enabled": "false",
@@ -151,7 +209,7 @@ def _local_defaults(master: str) -> dict[str, str]:
         "spark.databricks.delta.snapshotPartitions": str(max(2, cores)),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
-        "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+        "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dderby.system.home={scratch_dir()}",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
 
@@ -174,26 +232,30 @@ def build_spark(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     warehouse: str | None = None,
+    log_file: str | Path | None = None,
 ) -> SparkSession:
     """Return a Spark session with Delta Lake enabled.
 
     Args:
         app_name: Spark application name.
-        master: Spark master; ``None`` means the cluster's (under spark-submit) or ``local[*]``.
-        conf: extra settings; they win over our defaults.
+        master: Spark master; ``None`` means the cluster's (under spark-submit) or ``local[*]``. Any other master
+            (``spark://``, ``yarn``, ``k8s://``) is started in client mode with the Delta jars.
+        conf: extra settings; they win over our defaults (``spark.jars`` and ``spark.jars.packages`` are added to
+            ours, not replacing them).
         warehouse: ``spark.sql.warehouse.dir`` (catalog tables; path-based tables do not need it).
+        log_file: when this call starts the JVM, its stdout and stderr (log4j, Ivy, JVM warnings) are appended to
+            this file instead of the terminal. Ignored under spark-submit (the submitter owns the output).
 
     An already active session is returned as is, except that runtime-modifiable entries of ``conf`` are set
     on it. Static settings (jars, extensions) cannot change once a JVM runs; they are silently kept.
 
     Raises:
-        JarsUnavailable: a local session could not start because the Delta jars could not be resolved.
+        JarsUnavailable: a session could not start because the Delta jars could not be resolved.
     """
     from pyspark.sql import SparkSession
 
     extra = dict(conf or {})
-    if warehouse is not None:
-        extra["spark.sql.warehouse.dir"] = warehouse
+    extra["spark.sql.warehouse.dir"] = warehouse or extra.get("spark.sql.warehouse.dir") or str(scratch_dir())
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -203,56 +265,92 @@ def build_spark(
         return active
 
     settings: dict[str, str] = dict(_COMMON_DEFAULTS)
-    builder = SparkSession.builder.appName(app_name)
-    if _under_spark_submit() and master is None:
+    starts_jvm = not (under_spark_submit() and master is None)
+    if not starts_jvm:
         from pyspark import SparkConf
 
         existing = SparkConf()  # loaded from the running JVM: what spark-submit was given wins
         settings.update(_DELTA_SQL)
+        settings["spark.sql.warehouse.dir"] = extra.pop("spark.sql.warehouse.dir")
         settings = {key: value for key, value in settings.items() if not existing.contains(key)}
     else:
         master = master or "local[*]"
-        builder = builder.master(master)
         settings.update(_DELTA_SQL)
+        settings.update(delta_jar_settings())
         if master.startswith("local"):
             settings.update(_local_defaults(master))
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        settings["spark.master"] = master
+    for key in ("spark.jars", "spark.jars.packages"):
+        if key in settings and key in extra:
+            extra[key] = ",".join([settings[key], extra[key]])
     settings.update(extra)
+    if starts_jvm and "spark.pyspark.python" in settings:  # pyspark takes the executors' Python from this variable
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+    resolving = "spark.jars.packages" in settings
+    if starts_jvm and log_file is not None:
+        _launch_jvm(app_name, settings, Path(log_file))
+    builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     from pyspark.errors import PySparkRuntimeError
 
     try:
-        return builder.getOrCreate()
+        session = builder.getOrCreate()
     except PySparkRuntimeError as exc:  # the JVM died before the gateway came up: jar resolution, usually
         if exc.getCondition() == "JAVA_GATEWAY_EXITED":
+            where = f"see {log_file}" if log_file is not None else "see the Ivy output above"
             raise JarsUnavailable(
                 f"Spark could not start; Delta jars {delta_packages()} not resolvable from {maven_repo()} "
-                f"(cache {cache_dir()}); see the Ivy output above"
+                f"(cache {cache_dir()}); {where}"
             ) from exc
         raise
+    if starts_jvm and resolving:
+        _record_resolved_jars(session.sparkContext.getConf().get("spark.jars", ""))
+    return session
+
+
+def _launch_jvm(app_name: str, settings: Mapping[str, str], log_file: Path) -> None:
+    """Start the driver JVM ourselves with its stdout and stderr appended to ``log_file``.
+
+    pyspark's ``launch_gateway`` takes ``popen_kwargs`` for exactly this; the session built next finds the gateway
+    and does not start another JVM. Spark's Python workers are forked by that JVM and inherit the same file.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM already runs in this process: the session reuses it
+        return
+    conf = SparkConf(loadDefaults=False).setAll([*settings.items(), ("spark.app.name", app_name)])
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as out:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": subprocess.STDOUT})
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def resolve_jars(*, verbose: bool = True) -> list[Path]:
     """Make sure the Delta jars are in the local cache: start a throw-away local session, then stop it.
 
-    Returns the jar files in :func:`jars_dir`. A no-op (no JVM start) when :func:`jars_ready` already holds.
+    Returns the jar files in :func:`jars_dir`. A no-op (no JVM start) when a previous resolution was recorded
+    (:func:`cached_jars`); the first session after it records what Ivy retrieved.
 
     Raises:
         JarsUnavailable: the repository is unreachable or does not have the artifact.
     """
     say = print if verbose else (lambda *_args, **_kw: None)
-    if jars_ready():
+    jars = cached_jars()
+    if jars is not None:
         say(f"Delta jars already cached in {jars_dir()}")
-    else:
-        say(f"resolving {', '.join(delta_packages())} from {maven_repo()} into {cache_dir() / 'ivy'}")
-        spark = build_spark(f"{DEFAULT_APP_NAME}-resolve-jars", master="local[1]")
-        try:
-            spark.range(1).count()
-        finally:
-            spark.stop()
-        if not jars_ready():
-            raise JarsUnavailable(f"Spark started but {_expected_jar_names()} are not in {jars_dir()}")
-        say(f"Delta jars cached in {jars_dir()}")
-    return sorted(jars_dir().glob("*.jar"))
+        return jars
+    say(f"resolving {', '.join(delta_packages())} from {maven_repo()} into {cache_dir() / 'ivy'}")
+    spark = build_spark(f"{DEFAULT_APP_NAME}-resolve-jars", master="local[1]")
+    try:
+        spark.range(1).count()
+    finally:
+        spark.stop()
+    jars = cached_jars()
+    if jars is None:
+        raise JarsUnavailable(f"Spark started but {_expected_jar_names()} are not in {jars_dir()}")
+    say(f"Delta jars cached in {jars_dir()} ({jars_manifest_path().name})")
+    return jars

@@ -1,0 +1,72 @@
+"""Which steps of a run finished: ``crawl_runs`` and ``ingest_runs``, and the check detect and plan start with.
+
+A step marks its run ``running`` before it writes anything and records its outcome as its last write, so a run
+whose crawl or ingest died half-way (a killed driver, a lost cluster) never reads as succeeded; a failure the step
+sees is recorded as ``failed``. Detect and plan then refuse such a run instead of classifying nothing and
+reporting "nothing plannable", which a scheduler would take for a good night.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from pipelines.errors import StepRefused
+from pipelines.tables.base import TableStore
+
+#: A crawl with unreadable parts (``partial``: each one a ``crawl_errors`` row) still classifies what it read.
+USABLE_CRAWL = frozenset({"succeeded", "partial"})
+RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
+
+T = TypeVar("T")
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Callable[[], tuple[T, Mapping[str, Any]]]
+            ) -> T:
+    """Write ``running`` as the run's row of ``table``, run ``body``, then write the row it returns.
+
+    ``body`` returns (its result, the final row). When it raises, the row is rewritten with status ``failed`` (best
+    effort: a second failure there is not allowed to hide the first) and the error goes on.
+    """
+    where = {"run_id": running["run_id"]}
+    store.overwrite_partition(table, where, [{**running, "status": RUNNING}])
+    try:
+        result, row = body()
+    except BaseException:
+        with contextlib.suppress(Exception):  # the original error is the one to report
+            store.overwrite_partition(table, where, [{**running, "status": FAILED, "finished_at": now_utc()}])
+        raise
+    store.overwrite_partition(table, where, [row])
+    return result
+
+
+def require_predecessors(store: TableStore, run_id: str, step: str) -> None:
+    """Refuse ``step`` on a run whose crawl is missing, running or failed, or whose ingest did not succeed.
+
+    Raises:
+        StepRefused: one line naming the run, the step that did not succeed and its status.
+    """
+    crawl = store.read_rows("crawl_runs", {"run_id": run_id})
+    crawl_status = crawl[0]["status"] if crawl else None
+    if crawl_status not in USABLE_CRAWL:
+        raise StepRefused(f"{step} refused: the crawl of run {run_id} {_state(crawl_status)}; "
+                          "rerun the crawl for this run id first")
+    ingest = store.read_rows("ingest_runs", {"run_id": run_id})
+    ingest_status = ingest[0]["status"] if ingest else None
+    if ingest_status != SUCCEEDED:
+        raise StepRefused(f"{step} refused: the metadata ingest of run {run_id} {_state(ingest_status)}; "
+                          "rerun ingest_metadata for this run id first")
+
+
+def _state(status: str | None) -> str:
+    if status is None:
+        return "never ran (no row)"
+    if status == RUNNING:
+        return "did not finish (status running)"
+    return f"did not succeed (status {status})"

@@ -1,0 +1,86 @@
+"""Run-status bookkeeping and the predecessor check on real Delta tables (delta-rs: the same TableStore contract as
+delta-spark, no JVM needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.errors import StepRefused
+from pipelines.orchestrate.run_status import require_predecessors, tracked
+from pipelines.tables import open_store
+from pipelines.tables.base import TableStore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> TableStore:
+    s = open_store("rust", str(tmp_path / "wh"))
+    s.ensure_tables(["crawl_runs", "ingest_runs"])
+    return s
+
+
+def _status(store: TableStore, table: str, run_id: str) -> str | None:
+    rows = store.read_rows(table, {"run_id": run_id})
+    assert len(rows) <= 1
+    return rows[0]["status"] if rows else None
+
+
+def test_tracked_says_running_while_the_body_writes_then_its_outcome(store: TableStore) -> None:
+    seen: list[str | None] = []
+
+    def body() -> tuple[str, dict]:
+        seen.append(_status(store, "ingest_runs", "r1"))
+        return "result", {"run_id": "r1", "cluster": "c", "status": "succeeded"}
+
+    assert tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"}, body) == "result"
+    assert seen == ["running"]
+    assert _status(store, "ingest_runs", "r1") == "succeeded"
+
+
+def test_a_failing_body_leaves_failed_never_an_earlier_success(store: TableStore) -> None:
+    tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"},
+            lambda: (None, {"run_id": "r1", "cluster": "c", "status": "succeeded"}))
+
+    def body() -> tuple[None, dict]:
+        raise OSError("metadata source vanished")
+
+    with pytest.raises(OSError, match="vanished"):
+        tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"}, body)
+    [row] = store.read_rows("ingest_runs", {"run_id": "r1"})
+    assert row["status"] == "failed" and row["finished_at"] is not None
+
+
+def _crawl(store: TableStore, status: str) -> None:
+    store.overwrite_partition("crawl_runs", {"run_id": "r1"}, [{"run_id": "r1", "cluster": "c", "status": status}])
+
+
+def _ingest(store: TableStore, status: str) -> None:
+    store.overwrite_partition("ingest_runs", {"run_id": "r1"}, [{"run_id": "r1", "cluster": "c", "status": status}])
+
+
+@pytest.mark.parametrize(("crawl", "ingest", "refusal"), [
+    (None, "succeeded", "the crawl of run r1 never ran (no row)"),
+    ("running", "succeeded", "the crawl of run r1 did not finish (status running)"),
+    ("failed", "succeeded", "the crawl of run r1 did not succeed (status failed)"),
+    ("succeeded", None, "the metadata ingest of run r1 never ran (no row)"),
+    ("partial", "running", "the metadata ingest of run r1 did not finish (status running)"),
+    ("succeeded", "failed", "the metadata ingest of run r1 did not succeed (status failed)"),
+])
+def test_detect_and_plan_refuse_a_run_whose_crawl_or_ingest_did_not_succeed(
+        store: TableStore, crawl: str | None, ingest: str | None, refusal: str) -> None:
+    if crawl:
+        _crawl(store, crawl)
+    if ingest:
+        _ingest(store, ingest)
+    with pytest.raises(StepRefused) as raised:
+        require_predecessors(store, "r1", "detect")
+    message = str(raised.value)
+    assert message.startswith("detect refused: ") and refusal in message and "\n" not in message
+
+
+@pytest.mark.parametrize("crawl", ["succeeded", "partial"])
+def test_a_crawl_with_unreadable_parts_still_feeds_detect(store: TableStore, crawl: str) -> None:
+    _crawl(store, crawl)
+    _ingest(store, "succeeded")
+    require_predecessors(store, "r1", "plan")
