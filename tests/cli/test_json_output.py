@@ -18,15 +18,16 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "execute"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "metadata"))
-from exec_world import backdate_journal, build_world
+from exec_world import backdate_journal, build_world, keyring_of
 from mdrecords import broker, encode_log, feature, partition, tid, topic
 
 from pipelines.cli.main import cli, main
 
 FIXTURE_LOG_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "kraft-cluster" / "broker1" / "d0"
-IN_PROCESS = {"inspect", "metadata show", "plans list", "plans show", "plans register", "plans approve",
-              "plans reject", "apply", "restore", "purge", "prestart"}
+IN_PROCESS = {"inspect", "metadata show", "plans list", "plans show", "plans register", "plans propose",
+              "plans approve", "plans verify", "plans reject", "apply", "restore", "purge", "prestart"}
 SPARK = {"run", "demo"}
+ELSEWHERE = {"package"}  # builds a wheel and an environment archive: tests/cluster/conftest.py parses its document
 
 
 def json_commands() -> set[str]:
@@ -47,7 +48,7 @@ def json_commands() -> set[str]:
 
 
 def test_every_json_command_is_covered() -> None:
-    assert json_commands() == IN_PROCESS | SPARK
+    assert json_commands() == IN_PROCESS | SPARK | ELSEWHERE
 
 
 def one_document(out: str) -> Any:
@@ -86,7 +87,10 @@ def test_in_process_commands_print_one_document(tmp_path: Path, capsys: pytest.C
     c = ("--config", str(cfg))
     check("plans register", "plans", "register", str(plan_file), *c)
     check("plans list", "plans", "list", *c)
-    check("plans approve", "plans", "approve", "plan-1", "--by", "reviewer", *c)
+    keys = keyring_of(w.config)
+    check("plans propose", "plans", "propose", "plan-1", "--key", str(keys.key("detector")), *c)
+    check("plans approve", "plans", "approve", "plan-1", "--by", "reviewer", "--key", str(keys.key("reviewer")), *c)
+    assert check("plans verify", "plans", "verify", "plan-1", "--broker", "1", *c)["would_apply"] is True
     check("plans show", "plans", "show", "plan-1", *c)
     assert check("apply", "apply", "plan-1", "--broker", "1", "--execute", *c)["status"] == "applied"
     check("restore", "restore", "plan-1", "--broker", "1", *c)
@@ -101,7 +105,7 @@ def test_in_process_commands_print_one_document(tmp_path: Path, capsys: pytest.C
     other_plan.write_text(other.plan.to_json())
     run(capsys, "plans", "register", str(other_plan), "--config", str(other_cfg))
     check("plans reject", "plans", "reject", "plan-1", "--by", "reviewer", "--reason", "no",
-          "--config", str(other_cfg))
+          "--key", str(keyring_of(other.config).key("reviewer")), "--config", str(other_cfg))
     assert covered == IN_PROCESS
 
 
