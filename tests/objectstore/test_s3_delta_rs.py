@@ -23,6 +23,7 @@ from pipelines.tables.warehouse_store import warehouse_store
 from tests.objectstore.conftest import Bucket
 from tests.objectstore.s3_servers import SECRET_KEY, fault_proxy, free_port
 from tests.plan.plan_factory import plan
+from tests.signing.ssh_keys import Keyring
 
 FAST = RetryPolicy(attempts=3, base_delay_s=0.05, max_delay_s=0.2)
 
@@ -47,9 +48,11 @@ def test_plans_workflow_in_a_bucket_with_only_the_aws_variables(bucket: Bucket, 
     listed = cli("plans", "list", "--warehouse", wh, env=env)
     assert listed.returncode == 0 and "no plans" in listed.stdout.lower(), listed.stderr
     plan_file = tmp_path / "p1.json"
-    plan_file.write_text(plan("p1", author="alice", created_at=datetime.now(timezone.utc)).to_json())
+    p1 = plan("p1", author="alice", created_at=datetime.now(timezone.utc))
+    plan_file.write_text(p1.model_copy(update={"cluster_id": "MkU3OEVBNTcwNTJENDM2Qg"}).with_hash().to_json())
     assert cli("plans", "register", str(plan_file), "--warehouse", wh, env=env).returncode == 0
-    approved = cli("plans", "approve", "p1", "--by", "bob", "--warehouse", wh, "--json", env=env)
+    key = Keyring(tmp_path / "trust").key("bob")  # approvals are signed, as in production
+    approved = cli("plans", "approve", "p1", "--by", "bob", "--key", str(key), "--warehouse", wh, "--json", env=env)
     assert approved.returncode == 0, approved.stderr
     assert json.loads(approved.stdout)["status"] == "approved"
     assert any(k.startswith("wh/gc_plan_audit/_delta_log/") for k in bucket.keys("wh/"))

@@ -1,5 +1,5 @@
 """Run-status bookkeeping and the predecessor check on real Delta tables (delta-rs: the same TableStore contract as
-delta-spark, no JVM needed)."""
+delta-spark, no JVM needed; the run tables belong to Spark, so this fixture store may write them)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pipelines.tables.base import TableStore
 
 @pytest.fixture
 def store(tmp_path: Path) -> TableStore:
-    s = open_store("rust", str(tmp_path / "wh"))
+    s = open_store("rust", str(tmp_path / "wh"), allow_foreign_tables=True)
     s.ensure_tables(["crawl_runs", "ingest_runs"])
     return s
 

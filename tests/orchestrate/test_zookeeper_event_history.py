@@ -30,7 +30,7 @@ def _history(store: RustTableStore) -> list[tuple]:
 
 
 def test_znode_times_and_removals_seen_between_runs(tmp_path: Path) -> None:
-    store = RustTableStore(str(tmp_path / "warehouse"))
+    store = RustTableStore(str(tmp_path / "warehouse"), allow_foreign_tables=True)  # the Spark tables, without Spark
     store.ensure_tables()
     both = ZkTree(taken_at_ms=T0 + DAY).broker(1).topic("a", A, {0: [1]}).topic("b", B, {0: [1]}, ctime=T0 + 5)
     _run(tmp_path, store, "run-1", both)

@@ -16,21 +16,31 @@ def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return spark_session.jars_dir()
 
 
-def _delta_jar() -> str:
-    group, artifact, version = spark_session.delta_packages()[0].split(":")
+def _jar(coordinate: str) -> str:
+    group, artifact, version = coordinate.split(":")
     return f"{group}_{artifact}-{version}.jar"
+
+
+def _delta_jar() -> str:
+    return _jar(spark_session.delta_packages()[0])
+
+
+def _top_level_jars() -> list[str]:
+    """The jars of the coordinates the session asks for: Delta and the s3a packages."""
+    return [_jar(c) for c in spark_session.delta_packages() + list(spark_session.S3A_PACKAGES)]
 
 
 def test_without_a_recorded_resolution_the_session_resolves_with_ivy(cache: Path) -> None:
     (cache / _delta_jar()).write_bytes(b"jar")  # the jar alone (an older cache) is not a record of its dependencies
     assert spark_session.cached_jars() is None
     settings = spark_session.delta_jar_settings()
-    assert settings["spark.jars.packages"] == ",".join(spark_session.delta_packages())
+    requested = spark_session.delta_packages() + list(spark_session.S3A_PACKAGES)
+    assert settings["spark.jars.packages"] == ",".join(requested)
     assert "spark.jars" not in settings
 
 
 def test_a_recorded_resolution_starts_spark_on_those_files_only(cache: Path) -> None:
-    names = [_delta_jar(), "io.delta_delta-storage-4.4.0.jar"]
+    names = [*_top_level_jars(), "io.delta_delta-storage-4.4.0.jar"]
     for name in [*names, "some-other-version.jar"]:
         (cache / name).write_bytes(b"jar")
     urls = [f"file://{cache / n}" for n in names] + ["file:///elsewhere/hadoop-aws.jar"]
@@ -47,6 +57,13 @@ def test_a_recorded_resolution_starts_spark_on_those_files_only(cache: Path) -> 
 def test_a_resolution_without_the_delta_jar_is_not_recorded(cache: Path) -> None:
     (cache / "x.jar").write_bytes(b"jar")
     spark_session._record_resolved_jars(f"file://{cache / 'x.jar'}")
+    assert not spark_session.jars_manifest_path().exists()
+
+
+def test_a_resolution_without_the_s3a_jars_is_not_recorded(cache: Path) -> None:
+    """A cache from before the s3a packages joined would start sessions that cannot read s3a:// warehouses."""
+    (cache / _delta_jar()).write_bytes(b"jar")
+    spark_session._record_resolved_jars(f"file://{cache / _delta_jar()}")
     assert not spark_session.jars_manifest_path().exists()
 
 

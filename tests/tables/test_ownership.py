@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_declared_table_has_one_writer() -> None:
     assert set(WRITER) == set(ALL_TABLES)
     assert {t for t, e in WRITER.items() if e == "rust"} == {"gc_plans", "gc_plan_items", "gc_plan_audit",
-                                                            "gc_journal"}
+                                                            "gc_plan_signatures", "gc_journal"}
 
 
 def test_delta_rs_refuses_to_write_a_spark_table_before_writing_anything(tmp_path: Path) -> None:
@@ -30,7 +30,8 @@ def test_delta_rs_refuses_to_write_a_spark_table_before_writing_anything(tmp_pat
         with pytest.raises(WrongEngine, match=r"^table \w+ is written by delta-spark .* only; a rust write was"):
             write()
     assert not any(tmp_path.iterdir())
-    assert store.ensure_tables() == ["gc_plans", "gc_plan_items", "gc_plan_audit", "gc_journal"]
+    assert store.ensure_tables() == ["gc_plans", "gc_plan_items", "gc_plan_audit", "gc_plan_signatures",
+                                    "gc_journal"]
 
 
 @pytest.mark.spark

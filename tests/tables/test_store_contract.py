@@ -79,7 +79,8 @@ class TestTableStoreContract:
     def test_ensure_tables_defaults_to_every_table_the_engine_writes(self, tmp_path: Path) -> None:
         store = get_engine("rust")(warehouse=str(tmp_path / "wh"))
         store.ensure_tables(["gc_journal"])
-        assert sorted(store.ensure_tables()) == ["gc_plan_audit", "gc_plan_items", "gc_plans"]
+        assert sorted(store.ensure_tables()) == ["gc_plan_audit", "gc_plan_items", "gc_plan_signatures",
+                                                       "gc_plans"]
         assert not store.exists("findings")
         fixture = get_engine("rust")(warehouse=str(tmp_path / "wh"), allow_foreign_tables=True)
         assert sorted(fixture.ensure_tables()) == sorted(n for n in ALL_TABLES if not n.startswith("gc_"))
