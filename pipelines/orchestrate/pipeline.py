@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -87,7 +88,7 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
     store.ensure_tables()
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
-        with progress_step(name, len(report.steps) + 1, 4, progress) as done:
+        with progress_step(name, len(report.steps) + 1, 4, progress) as done, spark_step(spark, name):
             out = fn()
             step = out[0] if isinstance(out, tuple) else out
             report.steps.append(step)
@@ -108,6 +109,21 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         raise
     report.plan_id = plan.plan_id if plan is not None else None
     return report
+
+
+#: The Spark local property each step's jobs carry (the Spark UI and event log show which step ran a job).
+STEP_PROPERTY = "logdir_gc.step"
+
+
+@contextmanager
+def spark_step(spark: Any, name: str) -> Iterator[None]:
+    """Tag the Spark jobs started inside the block with ``name`` (local property ``STEP_PROPERTY``)."""
+    sc = spark.sparkContext
+    sc.setLocalProperty(STEP_PROPERTY, name)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(STEP_PROPERTY, None)
 
 
 def mark_run_failed(store: TableStore, run_id: str, progress: Progress) -> None:
