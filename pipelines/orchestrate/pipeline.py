@@ -13,6 +13,7 @@ from pipelines.config.models import AppConfig
 from pipelines.deploy.executor_check import as_missing_module, check_executors, crawl_modules
 from pipelines.errors import StorageUnavailable
 from pipelines.orchestrate.fleet import with_fleet
+from pipelines.orchestrate.run_status import SUCCEEDED, Statuses
 from pipelines.orchestrate.steps import (
     StepReport,
     crawl_step,
@@ -96,11 +97,16 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         return out
 
     try:
-        timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
+        crawled = timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
         _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id, view=fleet_view))
-        timed("detect", lambda: detect_step(spark, store, config, run_id, now=now))
-        _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
-                                                  now=now))
+        known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)  # this process wrote both rows
+        detected = timed("detect", lambda: detect_step(spark, store, config, run_id, now=now, known=known, keep=True))
+        findings = detected.frames["findings"]
+        try:
+            _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
+                                                      now=now, known=known, findings=findings))
+        finally:
+            findings.unpersist()
     except Exception as exc:
         progress(f"run {run_id} failed; marking it failed in crawl_runs")
         mark_run_failed(store, run_id, progress)
