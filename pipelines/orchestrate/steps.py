@@ -159,26 +159,21 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
         return store.read(table).where(F.col("run_id") == run_id)
 
     events = store.read("metadata_events").where(F.col("cluster") == config.cluster)
-    # Each input is read once: the classification refers to most of them several times (and each reference to a
-    # Delta table would list its files again).
-    inputs = [df.persist(StorageLevel.MEMORY_AND_DISK) for df in (
-        of_run("partition_dirs"), of_run("controller_topics"), of_run("controller_partitions"),
-        of_run("controller_brokers"), events, of_run("log_dirs"))]
-    try:
-        findings = detect(spark, *inputs, config=config.detect, now=now or datetime.now(timezone.utc))
-        if keep:
-            findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
-        store.overwrite_partition("findings", {"run_id": run_id}, findings)
-        written = findings if keep else store.read("findings").where(F.col("run_id") == run_id)
-        summary = (
-            written
-            .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
-                                  F.sum(F.col("plannable").cast("int")).alias("plannable"))
-            .collect()
-        )
-    finally:
-        for df in inputs:
-            df.unpersist()
+    findings = detect(
+        spark, of_run("partition_dirs"), of_run("controller_topics"), of_run("controller_partitions"),
+        of_run("controller_brokers"), events, of_run("log_dirs"),
+        config=config.detect, now=now or datetime.now(timezone.utc),
+    )
+    if keep:
+        findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
+    store.overwrite_partition("findings", {"run_id": run_id}, findings)
+    written = findings if keep else store.read("findings").where(F.col("run_id") == run_id)
+    summary = (
+        written
+        .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
+                              F.sum(F.col("plannable").cast("int")).alias("plannable"))
+        .collect()
+    )
     by_class = {r["class"]: {"dirs": r["dirs"], "bytes": r["bytes"] or 0, "plannable": r["plannable"] or 0}
                 for r in summary}
     return StepReport("detect", {
