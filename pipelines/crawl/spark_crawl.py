@@ -83,8 +83,13 @@ def _frame(spark: SparkSession, records: RDD[Any], name: str) -> DataFrame:
     return spark.createDataFrame(rdd, _TABLES[name].to_spark(), verifySchema=False)
 
 
+def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
+
+
 def _summary(records: RDD[Any]) -> dict[str, int]:
-    """Counts per table, partition-dir files and bytes, tasks per code path: the only data brought to the driver."""
+    """Counts per table, partition-dir files and bytes, tasks per code path, chunks handed out: the only data
+    brought to the driver, in one job."""
 
     def one(r: Any) -> dict[str, int]:
         tag, row = r
@@ -94,10 +99,7 @@ def _summary(records: RDD[Any]) -> dict[str, int]:
             out["bytes"] = row[_COLUMNS["partition_dirs"].index("bytes")] or 0
         return out
 
-    def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-        return {k: a.get(k, 0) + b.get(k, 0) for k in a.keys() | b.keys()}
-
-    return records.filter(lambda r: r[0] in _TABLES or r[0] == _CODE_PATH).map(one).fold({}, add)
+    return records.filter(lambda r: r[0] in _TABLES or r[0] in (_CODE_PATH, _CHUNK)).map(one).fold({}, _add)
 
 
 def crawl(
@@ -123,16 +125,18 @@ def crawl(
     roots = sc.parallelize(jobs, max(len(jobs), 1)).flatMap(
         lambda job: _root_records(job, started, inc, fan)
     ).persist(StorageLevel.MEMORY_AND_DISK)
-    chunks = roots.filter(lambda r: r[0] == _CHUNK).map(lambda r: r[1])
-    n_chunks = chunks.count()
+    counts = _summary(roots)  # the root tasks run here, once; their records stay cached for the writes
+    n_chunks = counts.pop(_CHUNK, 0)
     records = roots.filter(lambda r: r[0] != _CHUNK)
+    persisted: tuple[Any, ...] = (roots,)
     if n_chunks:
         parts = min(n_chunks, MAX_CHUNK_PARTITIONS)
+        chunks = roots.filter(lambda r: r[0] == _CHUNK).map(lambda r: r[1])
         spread = chunks.zipWithIndex().map(lambda t: (t[1], t[0])).partitionBy(parts, lambda k: k % parts).values()
-        records = records.union(spread.flatMap(lambda c: _chunk_records(c, inc)))
-    records = records.persist(StorageLevel.MEMORY_AND_DISK)
-    counts = _summary(records)
-    roots.unpersist()
+        fanned = spread.flatMap(lambda c: _chunk_records(c, inc)).persist(StorageLevel.MEMORY_AND_DISK)
+        counts = _add(counts, _summary(fanned))
+        records = records.union(fanned)
+        persisted += (fanned,)
 
     log_dirs = _frame(spark, records, "log_dirs")
     if n_chunks:
@@ -159,5 +163,5 @@ def crawl(
         segment_files=_frame(spark, records, "segment_files"),
         errors=_frame(spark, records, "crawl_errors"),
         run_row=row,
-        _persisted=(records,),
+        _persisted=persisted,
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +13,7 @@ from pipelines.config.models import AppConfig
 from pipelines.deploy.executor_check import as_missing_module, check_executors, crawl_modules
 from pipelines.errors import StorageUnavailable
 from pipelines.orchestrate.fleet import with_fleet
+from pipelines.orchestrate.run_status import SUCCEEDED, Statuses
 from pipelines.orchestrate.steps import (
     StepReport,
     crawl_step,
@@ -87,7 +89,7 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
     store.ensure_tables()
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
-        with progress_step(name, len(report.steps) + 1, 4, progress) as done:
+        with progress_step(name, len(report.steps) + 1, 4, progress) as done, spark_step(spark, name):
             out = fn()
             step = out[0] if isinstance(out, tuple) else out
             report.steps.append(step)
@@ -95,11 +97,16 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         return out
 
     try:
-        timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
+        crawled = timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
         _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id, view=fleet_view))
-        timed("detect", lambda: detect_step(spark, store, config, run_id, now=now))
-        _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
-                                                  now=now))
+        known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)  # this process wrote both rows
+        detected = timed("detect", lambda: detect_step(spark, store, config, run_id, now=now, known=known, keep=True))
+        findings = detected.frames["findings"]
+        try:
+            _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
+                                                      now=now, known=known, findings=findings))
+        finally:
+            findings.unpersist()
     except Exception as exc:
         progress(f"run {run_id} failed; marking it failed in crawl_runs")
         mark_run_failed(store, run_id, progress)
@@ -108,6 +115,21 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         raise
     report.plan_id = plan.plan_id if plan is not None else None
     return report
+
+
+#: The Spark local property each step's jobs carry (the Spark UI and event log show which step ran a job).
+STEP_PROPERTY = "logdir_gc.step"
+
+
+@contextmanager
+def spark_step(spark: Any, name: str) -> Iterator[None]:
+    """Tag the Spark jobs started inside the block with ``name`` (local property ``STEP_PROPERTY``)."""
+    sc = spark.sparkContext
+    sc.setLocalProperty(STEP_PROPERTY, name)
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(STEP_PROPERTY, None)
 
 
 def mark_run_failed(store: TableStore, run_id: str, progress: Progress) -> None:

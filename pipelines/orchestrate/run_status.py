@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
@@ -46,19 +47,33 @@ def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Cal
     return result
 
 
-def require_predecessors(store: TableStore, run_id: str, step: str) -> None:
+@dataclass(frozen=True)
+class Statuses:
+    """The outcomes a process already knows because it ran (and wrote) the crawl and the ingest itself."""
+
+    crawl: str | None
+    ingest: str | None
+
+
+def require_predecessors(store: TableStore, run_id: str, step: str, known: Statuses | None = None) -> None:
     """Refuse ``step`` on a run whose crawl is missing, running or failed, or whose ingest did not succeed.
+
+    ``known``: the statuses this process wrote itself (``logdir-gc run``), instead of reading them back.
 
     Raises:
         StepRefused: one line naming the run, the step that did not succeed and its status.
     """
-    crawl = store.read_rows("crawl_runs", {"run_id": run_id})
-    crawl_status = crawl[0]["status"] if crawl else None
+    def status(table: str, known_status: str | None) -> str | None:
+        if known is not None:
+            return known_status
+        rows = store.read_rows(table, {"run_id": run_id})
+        return rows[0]["status"] if rows else None
+
+    crawl_status = status("crawl_runs", known.crawl if known else None)
     if crawl_status not in USABLE_CRAWL:
         raise StepRefused(f"{step} refused: the crawl of run {run_id} {_state(crawl_status)}; "
                           "rerun the crawl for this run id first")
-    ingest = store.read_rows("ingest_runs", {"run_id": run_id})
-    ingest_status = ingest[0]["status"] if ingest else None
+    ingest_status = status("ingest_runs", known.ingest if known else None)
     if ingest_status != SUCCEEDED:
         raise StepRefused(f"{step} refused: the metadata ingest of run {run_id} {_state(ingest_status)}; "
                           "rerun ingest_metadata for this run id first")

@@ -11,15 +11,17 @@ snapshot restating the same topic does not add it again (its offset within the s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pipelines.config.models import AppConfig
 from pipelines.orchestrate.controller import ControllerView, load_controller_view
-from pipelines.orchestrate.run_status import now_utc, require_predecessors, tracked
+from pipelines.orchestrate.run_status import Statuses, now_utc, require_predecessors, tracked
 from pipelines.tables.base import TableStore
+from pipelines.tables.concurrent_writes import run_writes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,6 +49,8 @@ class StepReport:
     step: str
     counts: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: what a later step of the same process may reuse instead of reading it back (not part of any output)
+    frames: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *,
@@ -63,12 +67,12 @@ def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id
     def body() -> tuple[dict[str, Any], dict[str, Any]]:
         frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster,
                        include_segments=include_segments)
+        tables = [("log_dirs", frames.log_dirs), ("partition_dirs", frames.partition_dirs),
+                  ("crawl_errors", frames.errors)]
+        if include_segments:
+            tables.append(("segment_files", frames.segment_files))
         try:
-            store.overwrite_partition("log_dirs", run, frames.log_dirs)
-            store.overwrite_partition("partition_dirs", run, frames.partition_dirs)
-            store.overwrite_partition("crawl_errors", run, frames.errors)
-            if include_segments:
-                store.overwrite_partition("segment_files", run, frames.segment_files)
+            run_writes([partial(store.overwrite_partition, table, run, rows) for table, rows in tables], spark=spark)
         finally:
             frames.unpersist()
         return frames.run_row, frames.run_row
@@ -100,14 +104,21 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
                                                           "event": ["topic_created", "topic_removed"]})
             loaded = loaded.with_events(removed_topic_events(history, loaded))
         rows = image_rows(loaded.image, run_id=run_id, cluster=config.cluster, source=loaded.source)
-        for table, table_rows in rows.items():
-            store.overwrite_partition(table, {"run_id": run_id}, table_rows)
+        writes: list[Callable[[], Any]] = [partial(store.overwrite_partition, table, {"run_id": run_id}, table_rows)
+                                           for table, table_rows in rows.items()]
         events = event_rows(loaded.events, cluster=config.cluster, source=loaded.source, run_id=run_id)
         from_snapshot = [bool((e.detail or {}).get("from_snapshot")) for e in loaded.events]
+        merges = []
         for keys, snapshot in ((EVENT_KEYS, False), (SNAPSHOT_EVENT_KEYS, True)):
             part = [row for row, flag in zip(events, from_snapshot, strict=True) if flag == snapshot]
             if part:
-                store.merge("metadata_events", part, keys=keys, update_columns=[])
+                merges.append(partial(store.merge, "metadata_events", part, keys=keys, update_columns=[]))
+
+        def merge_events() -> None:  # both merges write metadata_events: one after the other
+            for merge in merges:
+                merge()
+
+        run_writes([*writes, merge_events], spark=getattr(store, "spark", None))
         image = loaded.image
         counts = {
             "topics": len(rows["controller_topics"]), "partitions": len(rows["controller_partitions"]),
@@ -127,17 +138,22 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
 
 
 def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str,
-                now: datetime | None = None) -> StepReport:
+                now: datetime | None = None, known: Statuses | None = None, keep: bool = False) -> StepReport:
     """Classify every partition dir of the run against the controller tables of the same run → findings.
+
+    ``known``: the crawl and ingest outcomes when this process ran them (they are not read back). ``keep``: the
+    findings written stay cached for the plan step, in ``report.frames["findings"]`` (unpersist when done); the
+    summary is taken from that cache instead of the table.
 
     Raises:
         StepRefused: the run's crawl or ingest did not succeed.
     """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from pipelines.detect.spark_detect import detect
 
-    require_predecessors(store, run_id, "detect")
+    require_predecessors(store, run_id, "detect", known)
 
     def of_run(table: str) -> Any:
         return store.read(table).where(F.col("run_id") == run_id)
@@ -148,9 +164,12 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
         of_run("controller_brokers"), events, of_run("log_dirs"),
         config=config.detect, now=now or datetime.now(timezone.utc),
     )
+    if keep:
+        findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
     store.overwrite_partition("findings", {"run_id": run_id}, findings)
+    written = findings if keep else store.read("findings").where(F.col("run_id") == run_id)
     summary = (
-        store.read("findings").where(F.col("run_id") == run_id)
+        written
         .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
                               F.sum(F.col("plannable").cast("int")).alias("plannable"))
         .collect()
@@ -161,7 +180,7 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
         "dirs": sum(c["dirs"] for c in by_class.values()),
         "plannable": sum(c["plannable"] for c in by_class.values()),
         "by_class": dict(sorted(by_class.items())),
-    })
+    }, frames={"findings": findings} if keep else {})
 
 
 def plan_store(config: AppConfig) -> TableStore:
@@ -171,12 +190,17 @@ def plan_store(config: AppConfig) -> TableStore:
     return warehouse_store(config.warehouse, config.warehouse_storage_options)
 
 
-def plan_inputs(spark: SparkSession, store: TableStore, run_id: str) -> tuple[Iterator[Any], str | None]:
+def plan_inputs(spark: SparkSession, store: TableStore, run_id: str,
+                findings: Any = None) -> tuple[Iterator[Any], str | None]:
     """The findings ``emit_plan`` needs, streamed to the driver: the plannable rows, plus the live rows of the same
-    (broker, topic, partition) that the JBOD rules compare them with; and the one cluster.id the crawl saw."""
+    (broker, topic, partition) that the JBOD rules compare them with; and the one cluster.id the crawl saw.
+
+    ``findings``: the run's findings as the detect step of this process kept them, else read from the table.
+    """
     from pyspark.sql import functions as F
 
-    findings = store.read("findings").where(F.col("run_id") == run_id)
+    if findings is None:
+        findings = store.read("findings").where(F.col("run_id") == run_id)
     candidates = findings.where(F.col("plannable"))
     keys = candidates.select("broker_id", "topic", "partition").distinct()
     live = findings.where(F.col("kind") == "live").join(keys, ["broker_id", "topic", "partition"], "left_semi")
@@ -187,11 +211,13 @@ def plan_inputs(spark: SparkSession, store: TableStore, run_id: str) -> tuple[It
 
 
 def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *, created_by: str,
-              view: ControllerView | None = None, now: datetime | None = None) -> tuple[StepReport, GcPlan | None]:
+              view: ControllerView | None = None, now: datetime | None = None, known: Statuses | None = None,
+              findings: Any = None) -> tuple[StepReport, GcPlan | None]:
     """Plannable findings → a GC plan, each item re-checked in plain Python against the controller image.
 
-    The findings are read with ``store`` (Spark); the plan is registered with delta-rs, the engine that writes the
-    plan tables (``pipelines.tables.ownership``). A run with nothing plannable writes no plan.
+    The findings are read with ``store`` (Spark), or taken from ``findings`` (the detect step's cache of the rows it
+    wrote); the plan is registered with delta-rs, the engine that writes the plan tables
+    (``pipelines.tables.ownership``). A run with nothing plannable writes no plan. ``known`` as in ``detect_step``.
 
     Raises:
         StepRefused: the run's crawl or ingest did not succeed.
@@ -200,9 +226,9 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
     from pipelines.plan.emit import emit_plan
     from pipelines.tables.object_store import warehouse_storage
 
-    require_predecessors(store, run_id, "plan")
+    require_predecessors(store, run_id, "plan", known)
     view = view or load_controller_view(config.metadata)
-    rows, cluster_id = plan_inputs(spark, store, run_id)
+    rows, cluster_id = plan_inputs(spark, store, run_id, findings)
     out_dir = plans_dir(config)
     plan = emit_plan(rows, view.image, cluster=config.cluster, run_id=run_id, created_by=created_by,
                      policy=config.policy, out_dir=out_dir, config=config.detect, now=now, cluster_id=cluster_id,

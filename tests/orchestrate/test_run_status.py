@@ -1,5 +1,5 @@
 """Run-status bookkeeping and the predecessor check on real Delta tables (delta-rs: the same TableStore contract as
-delta-spark, no JVM needed; the run tables belong to Spark, so this fixture store may write them)."""
+delta-spark, no JVM needed."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from pipelines.errors import StepRefused
-from pipelines.orchestrate.run_status import require_predecessors, tracked
+from pipelines.orchestrate.run_status import Statuses, require_predecessors, tracked
 from pipelines.tables import open_store
 from pipelines.tables.base import TableStore
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> TableStore:
-    s = open_store("rust", str(tmp_path / "wh"), allow_foreign_tables=True)
+    s = open_store("rust", str(tmp_path / "wh"), allow_foreign_tables=True)  # Spark's tables, written without a JVM
     s.ensure_tables(["crawl_runs", "ingest_runs"])
     return s
 
@@ -84,3 +84,16 @@ def test_a_crawl_with_unreadable_parts_still_feeds_detect(store: TableStore, cra
     _crawl(store, crawl)
     _ingest(store, "succeeded")
     require_predecessors(store, "r1", "plan")
+
+
+@pytest.mark.parametrize(("known", "refusal"), [
+    (Statuses(crawl="failed", ingest="succeeded"), "the crawl of run r1 did not succeed (status failed)"),
+    (Statuses(crawl="succeeded", ingest=None), "the metadata ingest of run r1 never ran (no row)"),
+])
+def test_statuses_the_caller_wrote_decide_instead_of_the_tables(store: TableStore, known: Statuses,
+                                                               refusal: str) -> None:
+    _crawl(store, "succeeded")  # the tables say otherwise: the statuses given win
+    _ingest(store, "succeeded")
+    with pytest.raises(StepRefused, match=refusal.replace("(", r"\(").replace(")", r"\)")):
+        require_predecessors(store, "r1", "plan", known)
+    require_predecessors(store, "r1", "plan", Statuses(crawl="partial", ingest="succeeded"))
