@@ -1,5 +1,5 @@
 """Run-status bookkeeping and the predecessor check on real Delta tables (delta-rs: the same TableStore contract as
-delta-spark, no JVM needed."""
+delta-spark, no JVM needed)."""
 
 from __future__ import annotations
 
