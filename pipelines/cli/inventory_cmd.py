@@ -26,8 +26,12 @@ def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None, fmt
     A LOGDIR that cannot be listed is recorded in the file (the crawl reports it as an error) and makes the
     command exit 3 after the file is written.
     """
+    from pipelines.cli import fast_exit
     from pipelines.crawl.inventory_file import write_inventory
 
+    if fast_exit.console():
+        _skip_pandas_probe()
+        fast_exit.request()  # leave without tearing the listing down object by object
     try:
         result = write_inventory(logdirs, out_url, broker_id=broker_id, format=int(fmt) if fmt else None)
     except OSError as exc:
@@ -38,3 +42,25 @@ def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None, fmt
         click.echo(f"logdir-gc inventory: cannot list {root}: {reason}", err=True)
     if result.failed:
         sys.exit(UNREADABLE)
+
+
+def _skip_pandas_probe() -> None:
+    """pyarrow imports pandas on its first array to probe for pandas objects (0.5-1 s on a loaded broker host).
+    This short-lived process never hands pyarrow a pandas object, so the probe is answered, once, by a stand-in
+    that pyarrow declines (too old); pandas itself stays importable."""
+    import types
+    import warnings
+
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    stand_in = types.ModuleType("pandas")
+    stand_in.__version__ = "0"  # type: ignore[attr-defined]
+    sys.modules["pandas"] = stand_in
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pa.array([0])
+    finally:
+        del sys.modules["pandas"]

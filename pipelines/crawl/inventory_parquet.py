@@ -270,6 +270,16 @@ def _column(table: pa.Table, name: str) -> list[Any]:
     return table.column(name).to_pylist()
 
 
+def _nested(table: pa.Table, name: str) -> list[list[tuple[Any, ...]]]:
+    """A list<struct> column as one list of field tuples per row (no dict per element: a fleet has millions)."""
+    col = table.column(name).combine_chunks()
+    offsets = col.offsets.to_pylist()
+    values = col.values
+    fields = [values.field(i).to_pylist() for i in range(values.type.num_fields)]
+    flat = list(zip(*fields, strict=True)) if fields else []
+    return [flat[offsets[i] : offsets[i + 1]] for i in range(len(col))]
+
+
 def sections_of(table: pa.Table) -> list[tuple[int, str, Listing | None, tuple[str, str] | None]]:
     """``(d, root, listing or None, error)`` per log dir, in file order.
 
@@ -277,7 +287,8 @@ def sections_of(table: pa.Table) -> list[tuple[int, str, Listing | None, tuple[s
     names = ("t", "d", "name", "kind", "size", "mtime_ns", "islink", "fs_total_bytes", "fs_used_bytes",
              "fs_free_bytes", "stage", "error_class", "reason", "data", *SUMMARY_COLUMNS, "fingerprint", "others",
              "contents", "read_errors")  # fmt: skip
-    cols = [_column(table, n) for n in names]
+    nested = ("others", "contents", "read_errors")
+    cols = [_nested(table, n) if n in nested else _column(table, n) for n in names]
     sections: list[tuple[int, str, Listing | None, tuple[str, str] | None]] = []
     listings: dict[int, Listing] = {}
     for row_no, row in enumerate(zip(*cols, strict=True), start=1):
@@ -328,18 +339,18 @@ def _add_summary(listing: Listing, rel: str, values: Sequence[Any], row_no: int)
     prefix = rel + "/"
     kept = []
     entries = listing.entries
-    for o in others or ():
-        kind, name = o["kind"], dec(o["name"])
+    for name, kind, size, mtime_ns, islink in others:
+        name = dec(name)
         if kind not in (0, 1, 2):
             raise DecodeError(f"inventory row {row_no}: bad kind {kind!r}", row_no)
-        entries[prefix + name] = _new_listed(prefix + name, KINDS[kind], o["size"], o["mtime_ns"], bool(o["islink"]))
-        kept.append(_new_file(name, o["size"], o["mtime_ns"], kind == 1, bool(o["islink"])))
-    got = {dec(c["name"]): c["data"] for c in contents or ()}
+        entries[prefix + name] = _new_listed(prefix + name, KINDS[kind], size, mtime_ns, bool(islink))
+        kept.append(_new_file(name, size, mtime_ns, kind == 1, bool(islink)))
+    got = {dec(name): data for name, data in contents}
     for name, data in got.items():
         listing.contents[prefix + name] = data
-    for e in read_errors or ():
-        rel = prefix + dec(e["name"])
-        listing.read_errors[rel] = _oserror(e["error_class"], dec(e["reason"] or ""), listing.abs_path(rel))
+    for name, error_class, reason in read_errors:
+        rel = prefix + dec(name)
+        listing.read_errors[rel] = _oserror(error_class, dec(reason or ""), listing.abs_path(rel))
     listing.summaries[rel] = _new_summary(*counts, fingerprint, tuple(kept), got)
 
 
