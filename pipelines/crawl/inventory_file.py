@@ -148,8 +148,6 @@ def write_inventory(
     Raises:
         OSError: the output cannot be written. A log dir that cannot be listed is recorded in the file instead.
     """
-    import fsspec
-
     fmt = format_for(out_url) if format is None else format
     if fmt not in FORMATS:
         raise ValueError(f"inventory format {fmt} is not one of {FORMATS}")
@@ -160,6 +158,8 @@ def write_inventory(
     opts = dict(out_storage_options or {})
     if fmt == 2:
         return _write_parquet(header, log_dirs, out_url, storage_options, opts)
+    import fsspec
+
     count = 1
     failed: list[tuple[str, str]] = []
     with fsspec.open(out_url, "wt", compression="infer", encoding="utf-8", **opts) as fh:
@@ -175,10 +175,9 @@ def write_inventory(
 
 def _write_parquet(header: InventoryHeader, log_dirs: Sequence[str], out_url: str,
                    storage_options: Mapping[str, Any] | None, out_opts: dict[str, Any]) -> WriteResult:  # fmt: skip
-    import fsspec
 
     from pipelines.crawl import inventory_parquet as v2
-    from pipelines.crawl.tasks import SUMMARIZING_BACKENDS
+    from pipelines.crawl.backends.registry import SUMMARIZING_BACKENDS
 
     cols = v2.new_columns()
     failed: list[tuple[str, str]] = []
@@ -194,8 +193,14 @@ def _write_parquet(header: InventoryHeader, log_dirs: Sequence[str], out_url: st
             v2.add_listing(cols, index, listing)
         finally:
             listing.close()
-    with fsspec.open(out_url, "wb", **out_opts) as fh:
-        v2.write_table(cols, header.model_dump_json(), fh)
+    if "://" in out_url or out_opts:
+        import fsspec
+
+        with fsspec.open(out_url, "wb", **out_opts) as fh:
+            v2.write_table(cols, header.model_dump_json(), fh)
+    else:  # a plain path: no fsspec import on the broker host
+        with open(out_url, "wb") as fh:
+            v2.write_table(cols, header.model_dump_json(), fh)
     return WriteResult(2, cols.rows, tuple(failed))
 
 
