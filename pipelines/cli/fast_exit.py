@@ -22,6 +22,11 @@ def arm() -> None:
     _armed = True
 
 
+def console() -> bool:
+    """True when this process is the console entry point (``arm`` was called): a short-lived command."""
+    return _armed
+
+
 def request() -> None:
     global _requested
     if _armed:

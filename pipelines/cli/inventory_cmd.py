@@ -15,25 +15,52 @@ from pipelines.cli.exit_codes import UNREADABLE
 
 @click.command("inventory")
 @click.argument("logdirs", nargs=-1, required=True, metavar="LOGDIR...")
-@click.option("--out", "out_url", required=True, help="Output file URL or path (JSON Lines; .gz/.zst compress).")
+@click.option("--out", "out_url", required=True,
+              help="Output file URL or path (format 2: Parquet; a *.jsonl[.gz|.zst] name gets format 1).")
 @click.option("--broker-id", type=click.IntRange(min=0), default=None, help="Broker id recorded in the file.")
-def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["1", "2"]), default=None,
+              help="2: Parquet, one row per partition dir (default); 1: JSON Lines, one line per file.")
+def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None, fmt: str | None) -> None:
     """List each LOGDIR once (sizes, times, small metadata files) and write the inventory to --out.
 
     A LOGDIR that cannot be listed is recorded in the file (the crawl reports it as an error) and makes the
     command exit 3 after the file is written.
     """
-    from pipelines.crawl.inventory_file import read_inventory, write_inventory
+    from pipelines.cli import fast_exit
+    from pipelines.crawl.inventory_file import write_inventory
 
+    if fast_exit.console():
+        _skip_pandas_probe()
+        fast_exit.request()  # leave without tearing the listing down object by object
     try:
-        records = write_inventory(logdirs, out_url, broker_id=broker_id)
+        result = write_inventory(logdirs, out_url, broker_id=broker_id, format=int(fmt) if fmt else None)
     except OSError as exc:
         click.echo(f"logdir-gc inventory: cannot write {out_url}: {exc.strerror or exc}", err=True)
         sys.exit(UNREADABLE)  # not ctx.exit: the group runs click with standalone_mode=False, which swallows it
-    failed = [s for s in read_inventory(out_url).sections if s.error is not None]
-    click.echo(f"wrote {records} records for {len(logdirs)} log dir(s) to {out_url}")
-    for section in failed:
-        assert section.error is not None
-        click.echo(f"logdir-gc inventory: cannot list {section.root}: {section.error[1]}", err=True)
-    if failed:
+    click.echo(f"wrote {result.records} records (format {result.format}) for {len(logdirs)} log dir(s) to {out_url}")
+    for root, reason in result.failed:
+        click.echo(f"logdir-gc inventory: cannot list {root}: {reason}", err=True)
+    if result.failed:
         sys.exit(UNREADABLE)
+
+
+def _skip_pandas_probe() -> None:
+    """pyarrow imports pandas on its first array to probe for pandas objects (0.5-1 s on a loaded broker host).
+    This short-lived process never hands pyarrow a pandas object, so the probe is answered, once, by a stand-in
+    that pyarrow declines (too old); pandas itself stays importable."""
+    import types
+    import warnings
+
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    stand_in = types.ModuleType("pandas")
+    stand_in.__version__ = "0"  # type: ignore[attr-defined]
+    sys.modules["pandas"] = stand_in
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pa.array([0])
+    finally:
+        del sys.modules["pandas"]

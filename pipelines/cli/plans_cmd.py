@@ -16,6 +16,7 @@ from pipelines.config.models import AppConfig
 from pipelines.errors import PlanError
 from pipelines.plan import approval
 from pipelines.plan.approval import PlanRecord
+from pipelines.plan.render import MARKDOWN_ITEMS
 
 if TYPE_CHECKING:
     from pipelines.signing.decision import PlanVerdict
@@ -43,10 +44,14 @@ def _markdown(r: PlanRecord, audit: list[dict[str, Any]]) -> str:
            f"- items: {len(plan.items)}, bytes: {plan.total_bytes:,}", "",
            "| item | broker | log dir | directory | topic-partition | class | bytes | reason |",
            "|---|---|---|---|---|---|---|---|"]
-    for i in sorted(plan.items, key=lambda i: (i.broker_id, i.log_dir, i.dir_name)):
+    items = sorted(plan.items, key=lambda i: (i.broker_id, i.log_dir, i.dir_name))
+    for i in items[:MARKDOWN_ITEMS]:
         tp = f"{i.topic}-{i.partition}" if i.topic is not None else ""
         out.append(f"| {i.item_id} | {i.broker_id} | {i.log_dir} | {i.dir_name} | {tp} | {i.class_} | "
                    f"{i.bytes:,} | {i.reason} |")
+    if len(items) > MARKDOWN_ITEMS:
+        out += ["", f"... {len(items) - MARKDOWN_ITEMS:,} more items (by broker, log dir and name); `--json` lists"
+                " every item"]
     out += ["", "## Audit", ""]
     out += [f"- {a['at']:%Y-%m-%d %H:%M:%S} {a['actor']}: {a['action']} "
             f"({a['from_status']} → {a['to_status']}) {a['comment'] or ''}".rstrip() for a in audit]

@@ -1,6 +1,9 @@
 """Bring-your-own inventory: a log dir's listing written on the broker host, ingested by the crawl.
 
-The file is JSON Lines (``.gz``/``.zst`` compression inferred from the URL), one record per line:
+Two formats, told apart by the file's first bytes when read: format 2 (Parquet, one row per partition dir, the
+default; see :mod:`pipelines.crawl.inventory_parquet`) and format 1, still read and written on request (or for an
+output named ``*.jsonl[.gz|.zst]``). Format 1 is JSON Lines (``.gz``/``.zst`` compression inferred from the URL),
+one record per line:
 
 - line 1, the header: ``{"format": "logdir-gc-inventory", "version": 1, "written_at", "host", "broker_id",
   "log_dirs": [...]}``;
@@ -24,12 +27,20 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from pipelines.crawl.backends.registry import backend_for
+from pipelines.crawl.backends.registry import backend_for, backend_name
 from pipelines.crawl.listing import FsTotals, ListedEntry, Listing, ListingError, wanted_content
 from pipelines.errors import DecodeError
 
 FORMAT = "logdir-gc-inventory"
 VERSION = 1
+FORMATS = (1, 2)
+_JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst")
+_PARQUET_MAGIC = b"PAR1"
+
+
+def format_for(out_url: str) -> int:
+    """The format an output gets when none is asked for: 1 for a name that says JSON Lines, else 2."""
+    return 1 if out_url.lower().endswith(_JSONL_SUFFIXES) else 2
 
 
 class InventoryHeader(BaseModel):
@@ -66,6 +77,15 @@ class InventorySection:
 class InventoryFile:
     header: InventoryHeader
     sections: tuple[InventorySection, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What ``write_inventory`` wrote: its format, record (format 1: lines; 2: rows) count, unlisted log dirs."""
+
+    format: int
+    records: int
+    failed: tuple[tuple[str, str], ...]  # (log dir, reason)
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -118,26 +138,70 @@ def write_inventory(
     broker_id: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
     out_storage_options: Mapping[str, Any] | None = None,
-) -> int:
-    """List each log dir (through the listing backends) and write the inventory file; returns the record count.
+    format: int | None = None,
+) -> WriteResult:
+    """List each log dir (through the listing backends) and write the inventory file.
+
+    ``format``: 1 or 2; None picks by the output's name (``format_for``). Format 2 asks the backend for partition
+    dirs summed up while listed (the compiled lister, where it loads).
 
     Raises:
         OSError: the output cannot be written. A log dir that cannot be listed is recorded in the file instead.
     """
-    import fsspec
-
+    fmt = format_for(out_url) if format is None else format
+    if fmt not in FORMATS:
+        raise ValueError(f"inventory format {fmt} is not one of {FORMATS}")
     header = InventoryHeader(
-        format=FORMAT, version=VERSION, written_at=datetime.now(timezone.utc), host=socket.gethostname(),
+        format=FORMAT, version=fmt, written_at=datetime.now(timezone.utc), host=socket.gethostname(),
         broker_id=broker_id, log_dirs=tuple(log_dirs),
     )  # fmt: skip
+    opts = dict(out_storage_options or {})
+    if fmt == 2:
+        return _write_parquet(header, log_dirs, out_url, storage_options, opts)
+    import fsspec
+
     count = 1
-    with fsspec.open(out_url, "wt", compression="infer", encoding="utf-8", **dict(out_storage_options or {})) as fh:
+    failed: list[tuple[str, str]] = []
+    with fsspec.open(out_url, "wt", compression="infer", encoding="utf-8", **opts) as fh:
         fh.write(header.model_dump_json() + "\n")
         for index, url in enumerate(log_dirs):
             for record in _records(index, url, storage_options):
+                if record["t"] == "log_dir" and record["error"] is not None:
+                    failed.append((url, record["error"][1]))
                 fh.write(json.dumps(record, separators=(",", ":")) + "\n")
                 count += 1
-    return count
+    return WriteResult(1, count, tuple(failed))
+
+
+def _write_parquet(header: InventoryHeader, log_dirs: Sequence[str], out_url: str,
+                   storage_options: Mapping[str, Any] | None, out_opts: dict[str, Any]) -> WriteResult:  # fmt: skip
+
+    from pipelines.crawl import inventory_parquet as v2
+    from pipelines.crawl.backends.registry import SUMMARIZING_BACKENDS
+
+    cols = v2.new_columns()
+    failed: list[tuple[str, str]] = []
+    for index, url in enumerate(log_dirs):
+        extra = {"summarize": True} if backend_name(url) in SUMMARIZING_BACKENDS else {}
+        try:
+            listing = backend_for(url)(url, storage_options, **extra)
+        except OSError as exc:
+            v2.add_unlisted(cols, index, url, exc)
+            failed.append((url, str(exc.strerror or exc)))
+            continue
+        try:
+            v2.add_listing(cols, index, listing)
+        finally:
+            listing.close()
+    if "://" in out_url or out_opts:
+        import fsspec
+
+        with fsspec.open(out_url, "wb", **out_opts) as fh:
+            v2.write_table(cols, header.model_dump_json(), fh)
+    else:  # a plain path: no fsspec import on the broker host
+        with open(out_url, "wb") as fh:
+            v2.write_table(cols, header.model_dump_json(), fh)
+    return WriteResult(2, cols.rows, tuple(failed))
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -221,12 +285,36 @@ def parse_inventory(lines: IO[str]) -> InventoryFile:
 
 
 def read_inventory(url: str, storage_options: Mapping[str, Any] | None = None) -> InventoryFile:
-    """Read an inventory file through fsspec.
+    """Read an inventory file (format 1 or 2, told apart by its first bytes) through fsspec.
 
     Raises:
-        OSError: it cannot be read. DecodeError: see ``parse_inventory``.
+        OSError: it cannot be read. DecodeError: see ``parse_inventory`` and ``parse_parquet_inventory``.
     """
     import fsspec
 
-    with fsspec.open(url, "rt", compression="infer", encoding="utf-8", **dict(storage_options or {})) as fh:
+    opts = dict(storage_options or {})
+    with fsspec.open(url, "rb", **opts) as raw:
+        if raw.read(4) == _PARQUET_MAGIC:
+            raw.seek(0)
+            return parse_parquet_inventory(raw)
+    with fsspec.open(url, "rt", compression="infer", encoding="utf-8", **opts) as fh:
         return parse_inventory(fh)
+
+
+def parse_parquet_inventory(fh: IO[bytes]) -> InventoryFile:
+    """Parse a format-2 inventory.
+
+    Raises:
+        DecodeError: not an inventory, a newer version, or a row that does not fit (with its row number).
+    """
+    from pipelines.crawl import inventory_parquet as v2
+
+    table = v2.read_table(fh)
+    try:
+        header = InventoryHeader.model_validate(v2.header_of(table))
+    except ValueError as exc:
+        raise DecodeError(f"not a {FORMAT} file: {str(exc).splitlines()[0]}", 0) from None
+    if header.version > v2.VERSION:
+        raise DecodeError(f"inventory version {header.version} is newer than supported {v2.VERSION}", 0)
+    sections = v2.sections_of(table)
+    return InventoryFile(header, tuple(InventorySection(root, listing, error) for _, root, listing, error in sections))

@@ -1,9 +1,10 @@
 """The crawl on Spark: (broker, log dir) pairs are tasks; big log dirs fan out over partition dirs.
 
-Stage 1 runs one task per (broker, log dir) (``tasks.root_task``). A log dir with more partition dirs than
-``fanout_dirs`` returns chunks of partition-dir names instead of rows; stage 2 gives each chunk its own Spark
-partition (``tasks.chunk_task``), so a million files over two log dirs still keeps every core busy. Tasks emit
-``(table, row tuple)`` records; each table's DataFrame is built from them with the schema's ``to_spark()``.
+Stage 1 runs the (broker, log dir) jobs (``tasks.root_task``), one per task up to four tasks per core (then several
+per task: a fleet's 1,000 inventories). A log dir with more partition dirs than ``fanout_dirs`` returns chunks of
+partition-dir names instead of rows; stage 2 gives each chunk its own Spark partition (``tasks.chunk_task``), so a
+million files over two log dirs still keeps every core busy. Tasks emit ``(table, row tuple)`` records; each
+table's DataFrame is built from them with the schema's ``to_spark()``.
 
 Driver memory stays flat: rows never come to the driver. The driver receives only counts and sums (for the
 ``crawl_runs`` row) and the number of chunks. The records are persisted (memory and disk) so writing the four
@@ -37,6 +38,13 @@ _CHUNK = "chunk"
 _BYTES = "chunk_bytes"
 _CODE_PATH = "code_path"  # one record per task: did it run the compiled speed-ups
 MAX_CHUNK_PARTITIONS = 10_000
+ROOT_TASKS_PER_CORE = 4
+
+
+def root_slices(jobs: int, parallelism: int) -> int:
+    """Stage-1 tasks: one per job up to ``ROOT_TASKS_PER_CORE`` per core, then several jobs per task (a fleet's
+    1,000 inventories as 1,000 tasks pay Spark's per-task cost 1,000 times for a few ms of work each)."""
+    return max(1, min(jobs, ROOT_TASKS_PER_CORE * max(parallelism, 1)))
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ def crawl(
     sc = spark.sparkContext
     jobs = jobs_for(brokers, run_id=run_id, cluster=cluster)
     inc, fan = include_segments, fanout_dirs
-    roots = sc.parallelize(jobs, max(len(jobs), 1)).flatMap(
+    roots = sc.parallelize(jobs, root_slices(len(jobs), sc.defaultParallelism)).flatMap(
         lambda job: _root_records(job, started, inc, fan)
     ).persist(StorageLevel.MEMORY_AND_DISK)
     counts = _summary(roots)  # the root tasks run here, once; their records stay cached for the writes

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from pipelines.crawl.backends.registry import backend_for, backend_name
+from pipelines.crawl.backends.registry import SUMMARIZING_BACKENDS, backend_for, backend_name
 from pipelines.crawl.rows import (
     LogDirRows,
     RowContext,
@@ -36,9 +36,6 @@ from pipelines.kafka.gc_pause import gc_paused
 DEFAULT_FANOUT_DIRS = 2000
 #: Backends that can list a subset of partition dirs cheaply (SFTP lists a log dir in one command instead).
 FANOUT_BACKENDS = frozenset({"local", "file", "generic"})
-SUMMARIZING_BACKENDS = frozenset({"local", "file", "sftp", "ssh"})
-"""Backends whose ``list_log_dir`` takes ``summarize=True`` (partition dirs summed up while listed: the local
-compiled lister, the SFTP listing parser)."""
 
 
 def storage_errors() -> tuple[type[BaseException], ...]:

@@ -191,9 +191,10 @@ def plan_store(config: AppConfig) -> TableStore:
 
 
 def plan_inputs(spark: SparkSession, store: TableStore, run_id: str,
-                findings: Any = None) -> tuple[Iterator[Any], str | None]:
-    """The findings ``emit_plan`` needs, streamed to the driver: the plannable rows, plus the live rows of the same
-    (broker, topic, partition) that the JBOD rules compare them with; and the one cluster.id the crawl saw.
+                findings: Any = None) -> tuple[Iterator[Any], Iterator[Any], str | None]:
+    """The findings ``emit_plan`` needs, streamed to the driver: the live rows of the (broker, topic, partition)s
+    that have plannable rows (the JBOD rules compare candidates with them; read first, small facts kept), then the
+    plannable rows themselves (each re-checked as it arrives, never all held); and the one cluster.id the crawl saw.
 
     ``findings``: the run's findings as the detect step of this process kept them, else read from the table.
     """
@@ -204,10 +205,9 @@ def plan_inputs(spark: SparkSession, store: TableStore, run_id: str,
     candidates = findings.where(F.col("plannable"))
     keys = candidates.select("broker_id", "topic", "partition").distinct()
     live = findings.where(F.col("kind") == "live").join(keys, ["broker_id", "topic", "partition"], "left_semi")
-    rows = candidates.unionByName(live).dropDuplicates(["broker_id", "log_dir", "dir_name"])
     ids = [r[0] for r in store.read("log_dirs").where(F.col("run_id") == run_id)
-           .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().collect()]
-    return rows.toLocalIterator(), ids[0] if len(ids) == 1 else None
+           .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().limit(2).collect()]
+    return live.toLocalIterator(), candidates.toLocalIterator(), ids[0] if len(ids) == 1 else None
 
 
 def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *, created_by: str,
@@ -228,10 +228,11 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
 
     require_predecessors(store, run_id, "plan", known)
     view = view or load_controller_view(config.metadata)
-    rows, cluster_id = plan_inputs(spark, store, run_id, findings)
+    live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings)
     out_dir = plans_dir(config)
-    plan = emit_plan(rows, view.image, cluster=config.cluster, run_id=run_id, created_by=created_by,
-                     policy=config.policy, out_dir=out_dir, config=config.detect, now=now, cluster_id=cluster_id,
+    plan = emit_plan(candidates, view.image, live_rows=live, cluster=config.cluster, run_id=run_id,
+                     created_by=created_by, policy=config.policy, out_dir=out_dir, config=config.detect, now=now,
+                     cluster_id=cluster_id,
                      storage_options=warehouse_storage(out_dir, config.warehouse_storage_options).fsspec)
     if not plan.items:
         return StepReport("plan", {"plan_id": None, "items": 0, "bytes": 0}, ["nothing plannable in this run"]), None

@@ -124,10 +124,14 @@ def emit_plan(
     now: datetime | None = None,
     cluster_id: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    live_rows: Iterable[Any] | None = None,
 ) -> GcPlan:
     """Re-check every plannable finding, then write and return the hash-bound plan.
 
     ``storage_options`` are fsspec's for ``out_dir`` (an object store's endpoint and credentials).
+    ``live_rows``: when given, the live findings the JBOD rules compare candidates with (read first), and
+    ``findings_rows_iter`` is streamed: each plannable row is re-checked as it arrives and only its plan item is
+    kept (how the plan step reads a fleet's findings). None: ``findings_rows_iter`` holds both (one pass).
 
     Raises:
         PlanError: the image is incomplete, or any candidate failed the re-check (report written beside the plan).
@@ -137,15 +141,22 @@ def emit_plan(
     now = now or datetime.now(timezone.utc)
     fs, root = fsspec.core.url_to_fs(out_dir, **(storage_options or {}))
     fs.makedirs(root, exist_ok=True)
-    candidates, live = select_candidates(findings_rows_iter)
     stamp = f"{cluster}-{now:%Y%m%dT%H%M%SZ}"
-    if candidates and not image.complete:
-        raise PlanError("controller image is incomplete (" + "; ".join(image.incomplete_reasons)
-                        + "): nothing can be planned")
+    if live_rows is None:
+        candidates, live = select_candidates(findings_rows_iter)
+        stream: Iterable[Any] = candidates
+    else:  # streamed: only the live dirs' facts and the emitted items stay in memory
+        live = [DirFacts.from_finding(_as_dict(r)) for r in live_rows]
+        stream = (row for row in map(_as_dict, findings_rows_iter) if row.get("plannable"))
     copies = live_copies(live)
     refused: list[Disagreement] = []
     items: list[PlanItem] = []
-    for row in candidates:
+    n_candidates = 0
+    for row in stream:
+        if not n_candidates and not image.complete:
+            raise PlanError("controller image is incomplete (" + "; ".join(image.incomplete_reasons)
+                            + "): nothing can be planned")
+        n_candidates += 1
         got, problem = _check_candidate(row, image, run_id=run_id, copies=copies, config=config, policy=policy,
                                         now=now)
         if problem is not None:
@@ -162,10 +173,10 @@ def emit_plan(
     if refused:
         report = f"{stamp}-rejected"
         body = {"cluster": cluster, "run_id": run_id, "metadata_offset": image.last_offset,
-                "candidates": len(candidates), "disagreements": [d.to_json_dict() for d in refused]}
+                "candidates": n_candidates, "disagreements": [d.to_json_dict() for d in refused]}
         _write(fs, f"{root}/{report}.disagreements.json", json.dumps(body, indent=2, sort_keys=True))
         _write(fs, f"{root}/{report}.disagreements.md", render_disagreements(body))
-        raise PlanError(f"re-check refused {len(refused)} of {len(candidates)} candidates; no plan written; "
+        raise PlanError(f"re-check refused {len(refused)} of {n_candidates} candidates; no plan written; "
                         f"report: {out_dir.rstrip('/')}/{report}.disagreements.json")
     items.sort(key=lambda i: (i.broker_id, i.log_dir, i.dir_name))
     digest = hashlib.sha256("\n".join([run_id, str(image.last_offset), *(i.item_id for i in items)]).encode())

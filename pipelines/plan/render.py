@@ -8,7 +8,11 @@ from typing import Any
 
 from pipelines.plan.model import GcPlan
 
-__all__ = ["human_bytes", "render_disagreements", "render_plan"]
+__all__ = ["MARKDOWN_ITEMS", "human_bytes", "render_disagreements", "render_plan"]
+
+MARKDOWN_ITEMS = 2000
+"""A plan with more items than this is summarised in Markdown: per broker, per class and per log dir in full, items
+listed up to this many (in broker, log dir, name order); the JSON file always holds every item."""
 
 
 def human_bytes(n: int) -> str:
@@ -53,8 +57,22 @@ def render_plan(plan: GcPlan) -> str:
     groups: dict[tuple[int, str], list[Any]] = defaultdict(list)
     for item in plan.items:
         groups[(item.broker_id, item.log_dir)].append(item)
-    lines += ["", "## Items"]
+    shown = len(plan.items)
+    if len(plan.items) > MARKDOWN_ITEMS:
+        shown = MARKDOWN_ITEMS
+        lines += ["", "## Per log dir", "", "| broker | log dir | dirs | bytes |", "|---:|---|---:|---:|"]
+        lines += [f"| {b} | `{_cell(d)}` | {len(items)} | {human_bytes(sum(i.bytes for i in items))} |"
+                  for (b, d), items in sorted(groups.items())]
+        lines += ["", f"## Items (the first {MARKDOWN_ITEMS:,} of {len(plan.items):,}, by broker, log dir and name;"
+                  f" every item is in `{plan.plan_id}.json`)"]
+    else:
+        lines += ["", "## Items"]
+    left = shown
     for (broker, log_dir), items in sorted(groups.items()):
+        if left <= 0:
+            break
+        items = sorted(items, key=lambda i: i.dir_name)[:left] if shown < len(plan.items) else items
+        left -= len(items)
         lines += ["", f"### broker {broker} · `{log_dir}`", "",
                   "| item | directory | class | topic id | bytes | reason |", "|---|---|---|---|---:|---|"]
         lines += [f"| `{i.item_id}` | `{_cell(i.dir_name)}` | {i.class_} | `{_cell(i.topic_id)}` | "

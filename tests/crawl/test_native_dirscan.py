@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.crawl.backends import local
+from pipelines.crawl.inventory_file import write_inventory
 from pipelines.crawl.listing import Listing
 from pipelines.crawl.local_crawl import CrawlResult, crawl_local
 from pipelines.crawl.rows import scan_listing
@@ -97,10 +98,27 @@ def assert_same_everywhere(root: str) -> None:
         }
     for fanout in (None, 1):
         assert _rows(root, fanout, compiled=True) == _rows(root, fanout, compiled=False)
+    direct = _rows(root, None, compiled=True)
+    for compiled in (True, False):  # a format-2 inventory written either way is read back to the same rows
+        assert _inventory_rows(root, compiled=compiled) == direct
 
 
-def _rows(root: str, fanout: int | None, *, compiled: bool) -> dict[str, list[tuple[object, ...]]]:
-    brokers = [Broker(1, (root,), {})]
+def _inventory_rows(root: str, *, compiled: bool) -> dict[str, list[tuple[object, ...]]]:
+    """``_rows`` of the crawl that ingests a format-2 inventory of ``root`` (written with or without the compiled
+    lister) instead of listing it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "inv.parquet")
+        if compiled:
+            write_inventory([root], out, broker_id=1)
+        else:
+            with _pure():
+                write_inventory([root], out, broker_id=1)
+        return _rows(root, None, compiled=True, inventory=out)
+
+
+def _rows(root: str, fanout: int | None, *, compiled: bool, inventory: str | None = None
+          ) -> dict[str, list[tuple[object, ...]]]:  # fmt: skip
+    brokers = [Broker(1, (root,), {}, inventory)]
 
     def run() -> CrawlResult:
         return crawl_local(brokers, run_id="r", cluster="c", crawled_at=AT, fanout_dirs=fanout)
@@ -252,6 +270,7 @@ def test_log_dir_missing_or_a_file(tmp_path: Path) -> None:
             local.list_log_dir(str(root), summarize=True)
         assert (type(compiled.value), str(compiled.value)) == (type(pure.value), str(pure.value))
         assert _rows(str(root), None, compiled=True) == _rows(str(root), None, compiled=False)
+        assert _inventory_rows(str(root), compiled=True) == _rows(str(root), None, compiled=True)
 
 
 def test_unreadable_partition_dir(tmp_path: Path) -> None:

@@ -146,3 +146,22 @@ def test_plan_rows_match_the_table_schemas(tmp_path: Path) -> None:
     assert row["total_bytes"] == sum(i["bytes"] for i in items)
     assert all(set(i) == set(GC_PLAN_ITEMS.column_names) for i in items)
     assert {i["plan_id"] for i in items} == {plan.plan_id}
+
+
+def test_streamed_emission_equals_one_pass(tmp_path: Path) -> None:
+    """The plan step streams: the live rows first (``live_rows``), then the plannable rows one at a time; the plan
+    is the one a single pass over every finding gives, and a refusal still names every disagreement."""
+    c = mixed_cluster()
+    rows = findings(c)
+    one_pass = emit(rows, c, tmp_path / "one")
+    live = [r for r in rows if r["kind"] == "live"]
+    candidates = iter([r for r in rows if r["plannable"]])
+    streamed = emit(candidates, c, tmp_path / "streamed", live_rows=iter(live))
+    assert streamed.items == one_pass.items and streamed.content_hash == one_pass.content_hash
+    assert not list(candidates)  # consumed once, as a stream
+    lying = [{**r, "class": "stray"} if r["plannable"] and r["class"] != "stray" else r for r in rows]
+    with pytest.raises(PlanError) as one:
+        emit(lying, c, tmp_path / "one-lie")
+    with pytest.raises(PlanError) as stream:
+        emit((r for r in lying if r["plannable"]), c, tmp_path / "stream-lie", live_rows=live)
+    assert str(one.value).split(";")[0] == str(stream.value).split(";")[0]  # "re-check refused N of M candidates"

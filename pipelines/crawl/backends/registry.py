@@ -36,6 +36,9 @@ _REGISTRY: dict[str, str] = {
     "ssh": "pipelines.crawl.backends.sftp:list_log_dir_any",
     GENERIC: "pipelines.crawl.backends.generic:list_log_dir",
 }
+SUMMARIZING_BACKENDS = frozenset({"local", "file", "sftp", "ssh"})
+"""Backends whose ``list_log_dir`` takes ``summarize=True`` (partition dirs summed up while listed: the local
+compiled lister, the SFTP listing parser)."""
 #: Read-only view of the registry.
 BACKENDS: Mapping[str, str] = MappingProxyType(_REGISTRY)
 _loaded: dict[str, Callable[..., Listing]] = {}
