@@ -60,8 +60,10 @@ def test_tampered_stored_plan_is_refused(tmp_path: Path) -> None:
         apply_plan(w.config, w.store, "plan-1", 1, execute=True)
 
 
-def test_unapproved_and_forged_approvals_are_refused(tmp_path: Path) -> None:
-    w = build_world(tmp_path, approve_plan=False)
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+def test_unapproved_and_forged_approvals_are_refused(tmp_path: Path, signed: bool) -> None:
+    # unsigned: the audit cross-check on its own (signed, the forged row has no signature: tests/signing)
+    w = build_world(tmp_path, approve_plan=False, signed=signed)
     approval.register_plan(w.store, w.plan, actor="detector", policy=w.config.policy)
     with pytest.raises(PolicyViolation, match=r"^\[not_approved\]"):
         apply_plan(w.config, w.store, "plan-1", 1, execute=True)
