@@ -30,7 +30,7 @@ from pipelines.tables import open_store
 from pipelines.tables.schemas import ALL_TABLES
 from pipelines.tables.spark_session import cached_jars
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.second_tier]
 
 REPO = Path(__file__).resolve().parents[2]
 SPARK_SUBMIT = str(Path(sys.executable).parent / "spark-submit")
