@@ -41,6 +41,7 @@ from pipelines.metadata.zookeeper_znodes import read_live
 from pipelines.plan.model import GcPlan
 from pipelines.plan.recheck import classify, live_copies
 from pipelines.tables import open_store
+from tests.signing.ssh_keys import Keyring
 
 pytestmark = pytest.mark.integration
 
@@ -231,12 +232,15 @@ def test_apply_is_refused_while_the_broker_runs_then_applied_with_a_live_zookeep
     and its live replica still serves."""
     create(kafka, "zlive", {0: [4, 1]}, values=30)
     node = kafka.brokers[4]
+    keys = Keyring(tmp_path / "trust")  # the reviewer signs; the broker host trusts that key
+    keys.key("reviewer")
+    keys.allow("reviewer", "reviewer")
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
         "cluster": "zk", "warehouse": str(tmp_path / "warehouse"),
         "brokers": [{"broker_id": 4, "log_dirs": [str(d) for d in node.log_dirs]}],
         "metadata": {"kind": "zookeeper", "zookeeper_connect": zk.connect + CHROOT},
-        "executor": {"state_dir": str(tmp_path / "state")},
+        "executor": {"state_dir": str(tmp_path / "state"), "allowed_signers": str(keys.allowed_signers)},
     }))
     c = ("--config", str(config))
 
@@ -244,7 +248,8 @@ def test_apply_is_refused_while_the_broker_runs_then_applied_with_a_live_zookeep
         plan = _plan(kafka, zk, 4)
         (tmp_path / f"{plan.plan_id}.json").write_text(plan.to_json())
         assert cli("plans", "register", str(tmp_path / f"{plan.plan_id}.json"), *c)[0] == 0
-        assert cli("plans", "approve", plan.plan_id, "--by", "reviewer", *c)[0] == 0
+        code, _, err = cli("plans", "approve", plan.plan_id, "--by", "reviewer", "--key", str(keys.key("reviewer")), *c)
+        assert code == 0, err
         # broker 3's replicas of the earlier scenarios' topics, now on broker 4's disks: all of them, nothing else
         assert {(i.topic, i.partition) for i in plan.items} == {("zmoved", 0), ("zmoved", 1), ("zids", 1),
                                                                   ("zids", 2)}

@@ -101,8 +101,8 @@ def test_the_demo_runs_in_the_bucket_and_the_executor_applies_its_plan(demo: Dem
     broker = plan.items[0].broker_id
     mine = [i for i in plan.items if i.broker_id == broker]
 
-    approved = cli("plans", "approve", demo.plan_id, "--by", "reviewer", "--config", str(demo.config_path),
-                   env=demo.env())
+    approved = cli("plans", "approve", demo.plan_id, "--by", "alice", "--key", str(demo.out / "keys" / "alice"),
+                   "--config", str(demo.config_path), env=demo.env())  # the demo's approver key, as the README shows
     assert approved.returncode == 0, approved.stderr
     applied = cli("apply", demo.plan_id, "--broker", str(broker), "--config", str(demo.config_path), "--execute",
                   "--json", env=demo.env())
