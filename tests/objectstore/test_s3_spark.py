@@ -229,8 +229,10 @@ def test_approvers_journal_mirrors_and_a_crawl_rerun_at_once_lose_no_commit(
     approval.register_plan(reader, race, actor="ops", policy=config.policy)
     plan_id = race.plan_id
     approvers_config = tmp_path / "approvers.yaml"  # many approvals needed: the plan keeps taking them
-    approvers_config.write_text(yaml.safe_dump({**yaml.safe_load(demo.config_path.read_text()),
-                                                "policy": {"approvals_required": 50}}))
+    base = yaml.safe_load(demo.config_path.read_text())
+    # unsigned decisions: what is raced here is the commits of the plan tables, not who signs (tests/signing)
+    approvers_config.write_text(yaml.safe_dump({**base, "policy": {"approvals_required": 50},
+                                                "executor": {**base.get("executor", {}), "require_signatures": False}}))
     if WITHOUT_COORDINATION:  # the plan step registering through delta-spark, as before the engines had owners
         from pipelines.tables.spark_engine import SparkTableStore
 
