@@ -237,7 +237,7 @@ def test_apply_is_refused_while_the_broker_runs_then_applied_with_a_live_zookeep
     keys.allow("reviewer", "reviewer")
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
-        "cluster": "zk", "warehouse": str(tmp_path / "warehouse"),
+        "cluster": "it", "warehouse": str(tmp_path / "warehouse"),  # the cluster name the shared plan builder uses
         "brokers": [{"broker_id": 4, "log_dirs": [str(d) for d in node.log_dirs]}],
         "metadata": {"kind": "zookeeper", "zookeeper_connect": zk.connect + CHROOT},
         "executor": {"state_dir": str(tmp_path / "state"), "allowed_signers": str(keys.allowed_signers)},
