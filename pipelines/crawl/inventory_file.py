@@ -186,8 +186,7 @@ def _write_parquet(header: InventoryHeader, log_dirs: Sequence[str], out_url: st
         try:
             listing = backend_for(url)(url, storage_options, **extra)
         except OSError as exc:
-            v2.add_unlisted(cols, index, url, exc)
-            failed.append((url, str(exc.strerror or exc)))
+            failed.append((url, v2.add_unlisted(cols, index, url, exc)))
             continue
         try:
             v2.add_listing(cols, index, listing)
@@ -196,11 +195,11 @@ def _write_parquet(header: InventoryHeader, log_dirs: Sequence[str], out_url: st
     if "://" in out_url or out_opts:
         import fsspec
 
-        with fsspec.open(out_url, "wb", **out_opts) as fh:
-            v2.write_table(cols, header.model_dump_json(), fh)
+        out = fsspec.open(out_url, "wb", **out_opts)
     else:  # a plain path: no fsspec import on the broker host
-        with open(out_url, "wb") as fh:
-            v2.write_table(cols, header.model_dump_json(), fh)
+        out = open(out_url, "wb")  # noqa: SIM115 (closed by the with below)
+    with out as fh:
+        v2.write_table(cols, header.model_dump_json(), fh)
     return WriteResult(2, cols.rows, tuple(failed))
 
 

@@ -211,8 +211,11 @@ def add_listing(cols: _Columns, d: int, listing: Listing) -> None:
                  reason=enc(err.reason))
 
 
-def add_unlisted(cols: _Columns, d: int, root: str, exc: OSError) -> None:
-    cols.add(t="log_dir", d=d, name=enc(root), error_class=type(exc).__name__, reason=enc(_reason(exc)))
+def add_unlisted(cols: _Columns, d: int, root: str, exc: OSError) -> str:
+    """Record a log dir that could not be listed; returns the reason recorded."""
+    reason = _reason(exc)
+    cols.add(t="log_dir", d=d, name=enc(root), error_class=type(exc).__name__, reason=enc(reason))
+    return reason
 
 
 def write_table(cols: _Columns, header_json: str, fh: IO[bytes]) -> None:

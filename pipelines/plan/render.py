@@ -57,9 +57,8 @@ def render_plan(plan: GcPlan) -> str:
     groups: dict[tuple[int, str], list[Any]] = defaultdict(list)
     for item in plan.items:
         groups[(item.broker_id, item.log_dir)].append(item)
-    shown = len(plan.items)
-    if len(plan.items) > MARKDOWN_ITEMS:
-        shown = MARKDOWN_ITEMS
+    paged = len(plan.items) > MARKDOWN_ITEMS
+    if paged:
         lines += ["", "## Per log dir", "", "| broker | log dir | dirs | bytes |", "|---:|---|---:|---:|"]
         lines += [f"| {b} | `{_cell(d)}` | {len(items)} | {human_bytes(sum(i.bytes for i in items))} |"
                   for (b, d), items in sorted(groups.items())]
@@ -67,12 +66,13 @@ def render_plan(plan: GcPlan) -> str:
                   f" every item is in `{plan.plan_id}.json`)"]
     else:
         lines += ["", "## Items"]
-    left = shown
+    left = MARKDOWN_ITEMS
     for (broker, log_dir), items in sorted(groups.items()):
-        if left <= 0:
-            break
-        items = sorted(items, key=lambda i: i.dir_name)[:left] if shown < len(plan.items) else items
-        left -= len(items)
+        if paged:  # the first MARKDOWN_ITEMS by broker, log dir and name
+            if left <= 0:
+                break
+            items = sorted(items, key=lambda i: i.dir_name)[:left]
+            left -= len(items)
         lines += ["", f"### broker {broker} · `{log_dir}`", "",
                   "| item | directory | class | topic id | bytes | reason |", "|---|---|---|---|---:|---|"]
         lines += [f"| `{i.item_id}` | `{_cell(i.dir_name)}` | {i.class_} | `{_cell(i.topic_id)}` | "
