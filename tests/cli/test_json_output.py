@@ -7,7 +7,6 @@ The commands are found by walking the click tree, so a new ``--json`` command wi
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from exec_world import backdate_journal, build_world, keyring_of
 from mdrecords import broker, encode_log, feature, partition, tid, topic
 
 from pipelines.cli.main import cli, main
+from tests.cli.cli_process import DemoRun, run_cli
 
 FIXTURE_LOG_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "kraft-cluster" / "broker1" / "d0"
 IN_PROCESS = {"inspect", "metadata show", "plans list", "plans show", "plans register", "plans propose",
@@ -110,16 +110,12 @@ def test_in_process_commands_print_one_document(tmp_path: Path, capsys: pytest.C
 
 
 @pytest.mark.spark
-def test_demo_and_run_print_one_document(tmp_path: Path) -> None:
-    out_dir = tmp_path / "demo"
-    cmd = [sys.executable, "-m", "pipelines.cli.main"]
-    demo = subprocess.run([*cmd, "demo", "--out", str(out_dir), "--json"], capture_output=True, text=True,
-                          check=False, cwd=tmp_path)
+def test_demo_and_run_print_one_document(demo_run: DemoRun, tmp_path: Path) -> None:
+    demo = demo_run.done
     assert demo.returncode == 0, demo.stderr[-3000:]
     doc = one_document(demo.stdout)
     assert doc["plan_id"] and doc["metrics"]["file"]
-    again = subprocess.run([*cmd, "run", "--config", str(out_dir / "cluster.yaml"), "--json"], capture_output=True,
-                           text=True, check=False, cwd=tmp_path)
+    again = run_cli(["run", "--config", str(demo_run.out / "cluster.yaml"), "--json"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert one_document(again.stdout)["cluster"] == doc["cluster"]
     step_lines = [line for line in demo.stderr.splitlines() if " done in " in line]
