@@ -1,7 +1,8 @@
 # The two set-up commands of the README:
 #   make demo   installs everything into .venv and runs the whole pipeline on a generated demo cluster
 #   make test   installs everything (plus the system packages the tests use) and runs the test suite
-#               (all but the second tier: the jobs on a Spark standalone cluster, `make test-second-tier`)
+#               (all but the second tier: the jobs on a Spark standalone cluster and the long property/fuzz runs,
+#               `make test-second-tier`)
 .PHONY: setup system-deps demo test test-second-tier test-fast lint bench
 
 PY := .venv/bin/python
@@ -16,11 +17,11 @@ demo: setup
 	.venv/bin/logdir-gc demo
 
 test: setup system-deps
-	$(PY) -m pytest -q -p no:cacheprovider --timeout=900 -m "not second_tier"
+	$(PY) -m pytest -q -p no:cacheprovider --timeout=900 -m "not second_tier and not slow"
 	.venv/bin/ruff check pipelines jobs tests bench
 
 test-second-tier: setup system-deps
-	$(PY) -m pytest -q -p no:cacheprovider --timeout=1800 -m second_tier
+	$(PY) -m pytest -q -p no:cacheprovider --timeout=1800 -m "second_tier or slow"
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not spark and not sftp and not integration"
