@@ -18,6 +18,7 @@ are those of a direct crawl. A file of another format or a newer version is refu
 from __future__ import annotations
 
 import base64
+import io
 import json
 import socket
 from collections.abc import Iterator, Mapping, Sequence
@@ -290,14 +291,17 @@ def read_inventory(url: str, storage_options: Mapping[str, Any] | None = None) -
         OSError: it cannot be read. DecodeError: see ``parse_inventory`` and ``parse_parquet_inventory``.
     """
     import fsspec
+    from fsspec.compression import compr
+    from fsspec.utils import infer_compression
 
-    opts = dict(storage_options or {})
-    with fsspec.open(url, "rb", **opts) as raw:
-        if raw.read(4) == _PARQUET_MAGIC:
-            raw.seek(0)
+    with fsspec.open(url, "rb", **dict(storage_options or {})) as raw:  # one open: one request on object storage
+        magic = raw.read(4)
+        raw.seek(0)
+        if magic == _PARQUET_MAGIC:
             return parse_parquet_inventory(raw)
-    with fsspec.open(url, "rt", compression="infer", encoding="utf-8", **opts) as fh:
-        return parse_inventory(fh)
+        codec = infer_compression(url)  # format 1 may be .gz/.zst, told by its name as fsspec does
+        plain = raw if codec is None else compr[codec](raw, mode="rb")
+        return parse_inventory(io.TextIOWrapper(plain, encoding="utf-8"))
 
 
 def parse_parquet_inventory(fh: IO[bytes]) -> InventoryFile:
