@@ -16,7 +16,7 @@ from pipelines.config.models import AppConfig
 from pipelines.errors import PlanError
 from pipelines.plan import approval
 from pipelines.plan.approval import PlanRecord
-from pipelines.plan.render import MARKDOWN_ITEMS
+from pipelines.plan.render import render_plan
 
 if TYPE_CHECKING:
     from pipelines.signing.decision import PlanVerdict
@@ -36,26 +36,12 @@ def _line(r: PlanRecord) -> str:
 
 
 def _markdown(r: PlanRecord, audit: list[dict[str, Any]]) -> str:
-    plan = r.plan()
-    out = [f"# GC plan {r.plan_id}", "",
-           f"- cluster: {plan.cluster} (cluster.id {plan.cluster_id})", f"- status: **{r.status}**",
-           f"- created: {plan.created_at.isoformat()} by {plan.created_by} (run {plan.run_id})",
-           f"- content hash: `{r.content_hash}`", f"- approvals: {', '.join(r.approvals) or 'none'}",
-           f"- items: {len(plan.items)}, bytes: {plan.total_bytes:,}", "",
-           "| item | broker | log dir | directory | topic-partition | class | bytes | reason |",
-           "|---|---|---|---|---|---|---|---|"]
-    items = sorted(plan.items, key=lambda i: (i.broker_id, i.log_dir, i.dir_name))
-    for i in items[:MARKDOWN_ITEMS]:
-        tp = f"{i.topic}-{i.partition}" if i.topic is not None else ""
-        out.append(f"| {i.item_id} | {i.broker_id} | {i.log_dir} | {i.dir_name} | {tp} | {i.class_} | "
-                   f"{i.bytes:,} | {i.reason} |")
-    if len(items) > MARKDOWN_ITEMS:
-        out += ["", f"... {len(items) - MARKDOWN_ITEMS:,} more items (by broker, log dir and name); `--json` lists"
-                " every item"]
-    out += ["", "## Audit", ""]
-    out += [f"- {a['at']:%Y-%m-%d %H:%M:%S} {a['actor']}: {a['action']} "
-            f"({a['from_status']} → {a['to_status']}) {a['comment'] or ''}".rstrip() for a in audit]
-    return "\n".join(out) + "\n"
+    """The plan's own Markdown (the file the plan job writes) followed by its review state and audit trail."""
+    review = ["## Review", "", f"- status: **{r.status}**", f"- approvals: {', '.join(r.approvals) or 'none'}",
+              "", "## Audit", ""]
+    review += [f"- {a['at']:%Y-%m-%d %H:%M:%S} {a['actor']}: {a['action']} "
+               f"({a['from_status']} → {a['to_status']}) {a['comment'] or ''}".rstrip() for a in audit]
+    return render_plan(r.plan()) + "\n".join(review) + "\n"
 
 
 @click.group("plans")

@@ -47,7 +47,7 @@ def test_plans_workflow_and_apply_through_the_cli(tmp_path: Path, capsys: pytest
     code, out, _ = run(capsys, "plans", "approve", "plan-1", "--by", "reviewer", "--comment", "ok", "--key", key, *c)
     assert code == 0 and "approved" in out
     code, out, _ = run(capsys, "plans", "show", "plan-1", *c)
-    assert "| gone-0 | 1 |" in out
+    assert "| `gone-0` |" in out and "- status: **approved**" in out
     assert "reviewer: approve (proposed → approved) ok" in out
     code, out, _ = run(capsys, "plans", "show", "plan-1", *c, "--format", "json")
     assert [a["action"] for a in json.loads(out)["audit"]] == ["register", "approve_refused", "approve"]
