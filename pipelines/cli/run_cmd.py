@@ -9,6 +9,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +106,7 @@ def _print_report(report: Any, config: AppConfig, as_json: bool, metrics: Metric
 
 
 def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments: bool,
-         verbose: bool = False) -> None:
+         verbose: bool = False, now: datetime | None = None) -> None:
     from pipelines import progress
     from pipelines.cli.progress import reporter_for
     from pipelines.metrics.run_metrics import record_failed_run, record_run
@@ -118,7 +119,7 @@ def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments:
     with progress.installed(reporter), stdout_to_stderr():
         try:
             report = run_pipeline(config, run_id, created_by=getpass.getuser(), progress=reporter.note,
-                                  include_segments=include_segments, spark_log=spark_log)
+                                  include_segments=include_segments, spark_log=spark_log, now=now)
         except Exception:
             for note in record_failed_run(config, run_id).notes:
                 click.echo(f"logdir-gc: warning: {note}", err=True)
@@ -135,6 +136,19 @@ def _with_master(config: AppConfig, master: str | None) -> AppConfig:
     return config.model_copy(update={"spark": config.spark.model_copy(update={"master": master})})
 
 
+def _instant(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
+    """``--now``: an ISO 8601 time with its zone."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO 8601 time (e.g. 2024-06-01T00:00:00Z)") from None
+    if parsed.tzinfo is None:
+        raise click.BadParameter(f"{value!r} has no zone (e.g. 2024-06-01T00:00:00Z)")
+    return parsed
+
+
 _verbose = click.option("-v", "--verbose", is_flag=True,
                         help="Spark's own output (log4j, Ivy) on stderr instead of a log file under the warehouse.")
 
@@ -149,15 +163,17 @@ _verbose = click.option("-v", "--verbose", is_flag=True,
 @click.option("--include-segments", is_flag=True, help="Also write the per-file segment_files table.")
 @click.option("--master", metavar="URL", help="Spark master (spark://…, yarn, k8s://…, local[N]); wins over"
               " spark.master of the config. Client mode: this process is the driver.")
+@click.option("--now", callback=_instant, metavar="ISO",
+              help="The clock of detect and plan (ages, grace), as the jobs' --now; default: the current time.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @_verbose
 def run(config_file: str | None, logdirs: tuple[str, ...], metadata: str | None, warehouse: str | None,
-        cluster: str | None, run_id: str | None, include_segments: bool, master: str | None, as_json: bool,
-        verbose: bool) -> None:
+        cluster: str | None, run_id: str | None, include_segments: bool, master: str | None, now: datetime | None,
+        as_json: bool, verbose: bool) -> None:
     """Crawl → ingest controller metadata → detect → plan, on local Spark, a cluster (--master) or under
     spark-submit."""
     config = build_config(config_file, logdirs=logdirs, metadata=metadata, warehouse=warehouse, cluster=cluster)
-    _run(_with_master(config, master), run_id, as_json, include_segments, verbose)
+    _run(_with_master(config, master), run_id, as_json, include_segments, verbose, now)
 
 
 @click.command("demo")

@@ -58,3 +58,12 @@ def test_run_metadata_flag_keeps_the_configured_storage_options(config: Path) ->
     cfg = build_config(str(config), logdirs=(), metadata="sftp://ctl2/meta", warehouse=None, cluster=None)
     assert cfg.metadata.source == "sftp://ctl2/meta"
     assert cfg.metadata.storage_options == {"username": "gc"}
+
+
+@pytest.mark.parametrize("value", ["yesterday", "2024-06-01T00:00:00"])
+def test_run_now_must_be_an_iso_time_with_a_zone(value: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--logdir", "1=/nonexistent", "--now", value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--now" in err and repr(value) in err and "Traceback" not in err

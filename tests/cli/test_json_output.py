@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from exec_world import backdate_journal, build_world, keyring_of
 from mdrecords import broker, encode_log, feature, partition, tid, topic
 
 from pipelines.cli.main import cli, main
+from pipelines.tables import open_store
 from tests.cli.cli_process import DemoRun, run_cli
 
 FIXTURE_LOG_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "kraft-cluster" / "broker1" / "d0"
@@ -115,8 +117,13 @@ def test_demo_and_run_print_one_document(demo_run: DemoRun, tmp_path: Path) -> N
     assert demo.returncode == 0, demo.stderr[-3000:]
     doc = one_document(demo.stdout)
     assert doc["plan_id"] and doc["metrics"]["file"]
-    again = run_cli(["run", "--config", str(demo_run.out / "cluster.yaml"), "--json"], tmp_path)
+    now = "2030-01-02T03:04:05+00:00"  # --now: the clock of detect and plan, as the jobs' --now
+    again = run_cli(["run", "--config", str(demo_run.out / "cluster.yaml"), "--run-id", "again", "--now", now,
+                     "--json"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert one_document(again.stdout)["cluster"] == doc["cluster"]
+    warehouse = yaml.safe_load((demo_run.out / "cluster.yaml").read_text())["warehouse"]
+    detected = {r["detected_at"] for r in open_store("rust", warehouse).read_rows("findings", {"run_id": "again"})}
+    assert detected == {datetime.fromisoformat(now)}
     step_lines = [line for line in demo.stderr.splitlines() if " done in " in line]
     assert [line.split("]")[0] for line in step_lines] == ["[1/4", "[2/4", "[3/4", "[4/4"]  # one line per step

@@ -223,8 +223,9 @@ def test_logdir_gc_run_on_the_cluster_with_the_archive(spark, standalone: Standa
         "spark.archives": f"{package['archive']}#environment", "spark.pyspark.python": "./environment/bin/python"}}
     world["run"].write_text(yaml.safe_dump(data))
     done = subprocess.run([sys.executable, "-m", "pipelines.cli.main", "run", "--config", str(world["run"]),
-                           "--run-id", RUN, "--json"], cwd=world["cwd"], env=loopback_env({"PYTHONPATH": str(REPO)}),
-                          capture_output=True, text=True, timeout=900, check=False)
+                           "--run-id", RUN, "--now", NOW, "--json"],  # the jobs' clock: the same findings
+                          cwd=world["cwd"], env=loopback_env({"PYTHONPATH": str(REPO)}), capture_output=True, text=True,
+                          timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert report["steps"]["crawl"]["counts"]["code_path"] == "compiled"
