@@ -251,19 +251,19 @@ def crawl(config_path: Path, now: datetime, cluster_id: str) -> Crawled:
     return Crawled(config, image, now, cluster_id, result.partition_dirs, result.log_dirs)
 
 
-def grace_start(c: Crawled, controller: ControllerCheck, f: DirFacts) -> datetime | None:
+def grace_start(c: Crawled, controller: ControllerCheck, grace: timedelta, f: DirFacts) -> datetime | None:
     """When the controller's event history dates this dir's becoming garbage, if the grace floor has passed since.
 
     An honest detector dates garbage by the metadata events (so does the executor, which refuses a younger item);
     the property's planted copies can be younger than the floor, and those are not plannable yet.
     """
     since, _ = controller.garbage_since(observe_dir(f.log_dir, f.dir_name), c.now)
-    grace = max(HostRules.from_config(c.config, c.now).min_grace, timedelta(milliseconds=c.config.detect.grace_ms))
     return since if since is not None and c.now - since >= grace else None
 
 
 def _finding(c: Crawled, f: DirFacts, pd: dict[str, Any], cls: str, reason: str, protected: bool,
-             plannable: bool, garbage_since: datetime | None) -> dict[str, Any]:
+             garbage_since: datetime | None) -> dict[str, Any]:
+    """A findings row; plannable exactly when it has a grace-clock start (``garbage_since``)."""
     evidence = {"disk": {"topic_id": f.topic_id, "partition_metadata_status": f.partition_metadata_status,
                          "directory_id": f.directory_id,
                          "dir_mtime_ms": None if f.dir_mtime is None else int(f.dir_mtime.timestamp() * 1000)}}
@@ -272,7 +272,7 @@ def _finding(c: Crawled, f: DirFacts, pd: dict[str, Any], cls: str, reason: str,
         "dir_name": f.dir_name, "topic": f.topic, "partition": f.partition, "topic_id": f.topic_id, "class": cls,
         "protected": protected, "reason": reason, "bytes": pd["bytes"], "kind": f.kind,
         "metadata_offset": c.image.last_offset,
-        "garbage_since": garbage_since if plannable else None, "plannable": plannable,
+        "garbage_since": garbage_since, "plannable": garbage_since is not None,
         "evidence": json.dumps(evidence, sort_keys=True), "fingerprint": pd["fingerprint"],
         "directory_id": f.directory_id, "detected_at": c.now,
     }
@@ -284,17 +284,25 @@ def facts_of(c: Crawled) -> list[tuple[DirFacts, dict[str, Any]]]:
     return [(DirFacts.from_partition_dir(r, dir_ids.get((r["broker_id"], r["log_dir"]))), r) for r in c.partition_dirs]
 
 
-def honest_findings(c: Crawled) -> list[dict[str, Any]]:
-    """Findings as the detector should write them: the product's plain-Python classifier on every crawled dir."""
+def honest_findings(c: Crawled, *, dated: bool = True) -> list[dict[str, Any]]:
+    """Findings as the detector should write them: the product's plain-Python classifier on every crawled dir.
+
+    ``dated``: garbage is dated by the controller's event history and plannable once the grace floor has passed, as
+    the detector does. Without it every garbage dir claims 10 days: the lies property wants the most candidates to
+    forge from, and the executor's own grace refusal is one of the rules it checks.
+    """
     pairs = facts_of(c)
     copies = live_copies(f for f, _ in pairs)
-    controller = load_controller_check(c.config.metadata)  # the executor's own re-read of the event history
+    controller = load_controller_check(c.config.metadata) if dated else None  # the executor's own re-read
+    grace = max(HostRules.from_config(c.config, c.now).min_grace, timedelta(milliseconds=c.config.detect.grace_ms))
     rows = []
     for f, pd in pairs:
         cls, reason = classify(f, c.image, copies=copies, config=c.config.detect, now=c.now)
         protected = is_protected_dir(f, c.image, c.config.detect)
-        since = grace_start(c, controller, f) if C.is_plannable(cls, protected) else None
-        rows.append(_finding(c, f, pd, cls, reason, protected, since is not None, since))
+        since = None
+        if C.is_plannable(cls, protected):
+            since = c.now - 10 * DAY if controller is None else grace_start(c, controller, grace, f)
+        rows.append(_finding(c, f, pd, cls, reason, protected, since))
     return rows
 
 
@@ -305,7 +313,7 @@ def lying_findings(c: Crawled, assigned: dict[DirKey, str]) -> list[dict[str, An
     for f, pd in facts_of(c):
         kind = assigned.get((f.broker_id, f.log_dir, f.dir_name))
         if kind is not None and not is_protected_dir(f, c.image, c.config.detect):  # refused for the re-check only
-            rows.append(_finding(c, f, pd, claim[kind], "lie", False, True, c.now - 10 * DAY))
+            rows.append(_finding(c, f, pd, claim[kind], "lie", False, c.now - 10 * DAY))
     return rows
 
 

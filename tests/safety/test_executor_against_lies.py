@@ -282,7 +282,7 @@ def check_one(spec: ClusterSpec, rng: random.Random, stats: Counter[str]) -> Non
         live = [Path(d) / n for _, d, n in sorted(untouchable)]
 
         store = open_store("rust", str(root / "warehouse"))
-        honest = emit_plan(W.honest_findings(c), c.image, cluster=config.cluster, run_id=W.RUN_ID,
+        honest = emit_plan(W.honest_findings(c, dated=False), c.image, cluster=config.cluster, run_id=W.RUN_ID,
                            created_by="gen", policy=config.policy, out_dir=str(root / "plans"),
                            config=config.detect, now=now, cluster_id=cluster_id)
         plan = lying_plan(c, honest, rng, set(assigned))
