@@ -27,40 +27,30 @@ def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None, fmt
     command exit 3 after the file is written.
     """
     from pipelines.cli import fast_exit
-    from pipelines.crawl.inventory_file import write_inventory
+    from pipelines.crawl import inventory_compiled
 
     if fast_exit.console():
-        _skip_pandas_probe()
+        # pyarrow (the writer of format 1 and of log dirs the compiled writer leaves to Python) probes for pandas on
+        # its first array, importing it: 0.5-1 s on a loaded broker host. This short-lived process never hands it a
+        # pandas object, so the import fails at once instead (None in sys.modules: ModuleNotFoundError).
+        sys.modules.setdefault("pandas", None)  # type: ignore[arg-type]
         fast_exit.request()  # leave without tearing the listing down object by object
+    fmt_n = int(fmt) if fmt else None
     try:
-        result = write_inventory(logdirs, out_url, broker_id=broker_id, format=int(fmt) if fmt else None)
+        # format 2 of local log dirs: the compiled writer, without pydantic or pyarrow; else write_inventory
+        got = inventory_compiled.write(logdirs, out_url, broker_id=broker_id, format=fmt_n)
+        if got is not None:
+            records, written, failed = got[0], 2, got[1]
+        else:
+            from pipelines.crawl.inventory_file import write_inventory
+
+            result = write_inventory(logdirs, out_url, broker_id=broker_id, format=fmt_n, compiled=False)
+            records, written, failed = result.records, result.format, result.failed
     except OSError as exc:
         click.echo(f"logdir-gc inventory: cannot write {out_url}: {exc.strerror or exc}", err=True)
         sys.exit(UNREADABLE)  # not ctx.exit: the group runs click with standalone_mode=False, which swallows it
-    click.echo(f"wrote {result.records} records (format {result.format}) for {len(logdirs)} log dir(s) to {out_url}")
-    for root, reason in result.failed:
+    click.echo(f"wrote {records} records (format {written}) for {len(logdirs)} log dir(s) to {out_url}")
+    for root, reason in failed:
         click.echo(f"logdir-gc inventory: cannot list {root}: {reason}", err=True)
-    if result.failed:
+    if failed:
         sys.exit(UNREADABLE)
-
-
-def _skip_pandas_probe() -> None:
-    """pyarrow imports pandas on its first array to probe for pandas objects (0.5-1 s on a loaded broker host).
-    This short-lived process never hands pyarrow a pandas object, so the probe is answered, once, by a stand-in
-    that pyarrow declines (too old); pandas itself stays importable."""
-    import types
-    import warnings
-
-    if "pandas" in sys.modules:
-        return
-    import pyarrow as pa
-
-    stand_in = types.ModuleType("pandas")
-    stand_in.__version__ = "0"  # type: ignore[attr-defined]
-    sys.modules["pandas"] = stand_in
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pa.array([0])
-    finally:
-        del sys.modules["pandas"]

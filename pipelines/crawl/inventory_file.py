@@ -29,19 +29,13 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from pipelines.crawl.backends.registry import backend_for, backend_name
+from pipelines.crawl.inventory_compiled import FORMATS, format_for
 from pipelines.crawl.listing import FsTotals, ListedEntry, Listing, ListingError, wanted_content
 from pipelines.errors import DecodeError
 
 FORMAT = "logdir-gc-inventory"
 VERSION = 1
-FORMATS = (1, 2)
-_JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst")
 _PARQUET_MAGIC = b"PAR1"
-
-
-def format_for(out_url: str) -> int:
-    """The format an output gets when none is asked for: 1 for a name that says JSON Lines, else 2."""
-    return 1 if out_url.lower().endswith(_JSONL_SUFFIXES) else 2
 
 
 class InventoryHeader(BaseModel):
@@ -140,11 +134,14 @@ def write_inventory(
     storage_options: Mapping[str, Any] | None = None,
     out_storage_options: Mapping[str, Any] | None = None,
     format: int | None = None,
+    compiled: bool = True,
 ) -> WriteResult:
     """List each log dir (through the listing backends) and write the inventory file.
 
-    ``format``: 1 or 2; None picks by the output's name (``format_for``). Format 2 asks the backend for partition
-    dirs summed up while listed (the compiled lister, where it loads).
+    ``format``: 1 or 2; None picks by the output's name (``format_for``). Format 2 of local log dirs is written by
+    the compiled writer (:mod:`pipelines.crawl.inventory_compiled`) where it loads and ``compiled`` is True; else
+    with pyarrow, asking the backend for partition dirs summed up while listed (the compiled lister, where it
+    loads).
 
     Raises:
         OSError: the output cannot be written. A log dir that cannot be listed is recorded in the file instead.
@@ -152,6 +149,13 @@ def write_inventory(
     fmt = format_for(out_url) if format is None else format
     if fmt not in FORMATS:
         raise ValueError(f"inventory format {fmt} is not one of {FORMATS}")
+    if fmt == 2 and compiled and not storage_options:  # the compiled writer, for local log dirs
+        from pipelines.crawl import inventory_compiled
+
+        compiled = inventory_compiled.write(log_dirs, out_url, broker_id=broker_id, format=2,
+                                            out_storage_options=out_storage_options)  # fmt: skip
+        if compiled is not None:
+            return WriteResult(2, *compiled)
     header = InventoryHeader(
         format=FORMAT, version=fmt, written_at=datetime.now(timezone.utc), host=socket.gethostname(),
         broker_id=broker_id, log_dirs=tuple(log_dirs),
