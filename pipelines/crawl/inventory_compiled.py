@@ -13,8 +13,40 @@ built, a name that is not UTF-8 or an offset beyond int64 somewhere): the caller
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import IO, Any
+
+from pipelines.native import load
+
+#: What ``write`` hands to the compiled lister, as literals: importing their sources (``pipelines.crawl.listing``,
+#: ``pipelines.kafka.dir_summary`` and the Kafka modules behind them) costs 40-80 ms, a tenth of the command on a
+#: 20k-partition log dir. ``tests/crawl/test_inventory_compiled.py`` holds each equal to its source.
+PARTITION_READS: tuple[bytes, ...] = (b"partition.metadata", b"leader-epoch-checkpoint", b"quorum-state")
+ROOT_READS: tuple[bytes, ...] = (
+    b"meta.properties", b".kafka_cleanshutdown", b"recovery-point-offset-checkpoint", b"log-start-offset-checkpoint",
+    b"replication-offset-checkpoint", b"cleaner-offset-checkpoint",
+)  # fmt: skip
+READ_LIMIT = 1 << 20
+SEGMENT_TAIL_CODES: tuple[tuple[bytes, int], ...] = tuple(
+    ((suffix + state).encode(), 0 if state else 1 if suffix == ".log" else 3 if suffix == ".snapshot" else 2)
+    for suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+    for state in ("", ".deleted", ".cleaned", ".swap")
+)
+META_KEY = b"logdir-gc-inventory"
+_NATIVE = "pipelines.crawl._native_dirscan"
+
+
+def compiled_lister() -> ModuleType | None:
+    """The compiled lister with ``inventory_columns``, or None. When the local backend is loaded, the one it uses
+    (``local._native``: what the tests and ``bench/crawl.py`` switch); else loaded here (``KLGC_PURE_PYTHON=1``
+    rules it out either way)."""
+    local = sys.modules.get("pipelines.crawl.backends.local")
+    native = local._native if local is not None else load(_NATIVE)  # type: ignore[attr-defined]
+    return native if native is not None and hasattr(native, "inventory_columns") else None
+
 
 # -- Thrift compact protocol (what parquet.thrift's footer and page headers are written in) ----------------------
 
@@ -142,18 +174,16 @@ _CREATED_BY = "kafka-logdir-gc version 0.1.0"
 _ZSTD_LEVEL = 1  # 8 MB of pages per 20k partition dirs: level 1 is 15 ms, level 3 twice that for 15% less
 
 
-def _reader() -> Callable[[str], object]:
+def _read(path: str) -> object:
+    """A small file the compiled lister could not read in one go: its bytes, or what the pyarrow writer records
+    when it cannot be read (rare: the imports wait until then)."""
     from pipelines.crawl.inventory_parquet import enc
     from pipelines.kafka.listing import read_regular_file
 
-    def read(path: str) -> object:
-        """The file's bytes, or what the pyarrow writer records when it cannot be read."""
-        try:
-            return read_regular_file(path)
-        except OSError as exc:
-            return type(exc).__name__, enc(str(exc.strerror or exc))
-
-    return read
+    try:
+        return read_regular_file(path)
+    except OSError as exc:
+        return type(exc).__name__, enc(str(exc.strerror or exc))
 
 
 def row_groups(log_dirs: Sequence[str]
@@ -161,24 +191,19 @@ def row_groups(log_dirs: Sequence[str]
     """Per log dir ``(rows, [(compressed page, uncompressed size, values)] per leaf)``, and the log dirs that
     could not be listed with why; None when the compiled lister is not there (not built, ``KLGC_PURE_PYTHON``) or
     one of the log dirs needs the pyarrow writer."""
-    from pipelines.crawl.backends import local
-    from pipelines.crawl.listing import PARTITION_SMALL_FILES, ROOT_SMALL_FILES, SMALL_FILE_LIMIT
-    from pipelines.kafka.dir_summary import SEGMENT_TAIL_CODES
+    from pipelines.crawl.backends.registry import local_path
 
-    native = local._native
-    if native is None or not hasattr(native, "inventory_columns"):
+    native = compiled_lister()
+    if native is None:
         return None
     import cramjam
 
-    reads = tuple(name.encode() for name in PARTITION_SMALL_FILES)
-    root_reads = tuple(name.encode() for name in ROOT_SMALL_FILES)
-    reader = _reader()
     compress = cramjam.zstd.compress
     groups = []
     failed: list[tuple[str, str]] = []
     for index, url in enumerate(log_dirs):
-        got = native.inventory_columns(local.local_path(url), url, index, SEGMENT_TAIL_CODES, root_reads, reads,  # type: ignore[attr-defined]
-                                       SMALL_FILE_LIMIT, reader)  # fmt: skip
+        got = native.inventory_columns(local_path(url), url, index, SEGMENT_TAIL_CODES, ROOT_READS, PARTITION_READS,
+                                       READ_LIMIT, _read)  # fmt: skip
         if got is None:
             return None
         rows, pages, reason = got
@@ -196,8 +221,6 @@ def _page_header(compressed: int, uncompressed: int, values: int) -> bytes:
 def write_file(groups: list[tuple[int, list[tuple[bytes, int, int]]]], header_json: str, fh: IO[bytes]) -> None:
     """The Parquet file: ``PAR1``, each row group's column chunks (one page each), the footer, its length,
     ``PAR1``. The header JSON is the key-value metadata ``logdir-gc-inventory``, as the pyarrow writer keeps it."""
-    from pipelines.crawl.inventory_parquet import META_KEY
-
     elements, leaves = _schema()
     fh.write(b"PAR1")
     pos = 4
@@ -246,12 +269,17 @@ __all__ = ["local_only", "row_groups", "write_file"]
 def header_json(version: int, log_dirs: Sequence[str], broker_id: int | None) -> str:
     """The header as ``InventoryHeader.model_dump_json()`` writes it (without importing pydantic)."""
     import json
-    import socket
     from datetime import datetime, timezone
 
+    if hasattr(os, "uname"):
+        host = os.uname().nodename  # what socket.gethostname() returns, without importing socket
+    else:
+        import socket
+
+        host = socket.gethostname()
     written_at = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
     return json.dumps({"format": "logdir-gc-inventory", "version": version, "written_at": written_at,
-                       "host": socket.gethostname(), "broker_id": broker_id, "log_dirs": list(log_dirs)},
+                       "host": host, "broker_id": broker_id, "log_dirs": list(log_dirs)},
                       separators=(",", ":"), ensure_ascii=False)  # fmt: skip
 
 

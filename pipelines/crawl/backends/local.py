@@ -12,6 +12,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from pipelines.crawl.backends.registry import local_path
 from pipelines.crawl.listing import (
     BROKEN_LINK,
     PARTITION_SMALL_FILES,
@@ -38,15 +39,6 @@ _ROOT_READS = tuple(name.encode() for name in ROOT_SMALL_FILES)
 _new_listed = fast_constructor(ListedEntry)
 _new_file = fast_constructor(FileEntry)
 _new_summary = fast_constructor(DirSummary)
-
-
-def local_path(url: str) -> str:
-    """``file:///a/b`` or ``local:///a/b`` or ``/a/b`` → ``/a/b`` (no trailing slash)."""
-    for prefix in ("file://", "local://"):
-        if url.startswith(prefix):
-            url = url[len(prefix) :]
-            break
-    return os.path.abspath(url)
 
 
 def _odd_entry(listing: Listing, rel: str, dirent: os.DirEntry[str] | bool, exc: OSError) -> ListedEntry:

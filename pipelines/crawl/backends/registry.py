@@ -9,12 +9,14 @@ an entry use the generic fsspec backend. ``register_backend`` refuses to replace
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Collection, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from pipelines.crawl.listing import Listing
+if TYPE_CHECKING:  # not at run time: the compiled inventory writer asks for backend_name without the listing types
+    from pipelines.crawl.listing import Listing
 
 
 class ListLogDir(Protocol):
@@ -63,6 +65,15 @@ def scheme_of(url: str) -> str:
     """``local`` for plain paths (and Windows-style drive letters), else the URL scheme, lower case."""
     scheme = urlsplit(url).scheme.lower()
     return "local" if len(scheme) <= 1 else scheme
+
+
+def local_path(url: str) -> str:
+    """``file:///a/b`` or ``local:///a/b`` or ``/a/b`` → ``/a/b`` (no trailing slash): the local backend's path."""
+    for prefix in ("file://", "local://"):
+        if url.startswith(prefix):
+            url = url[len(prefix) :]
+            break
+    return os.path.abspath(url)
 
 
 def backend_name(url: str) -> str:
