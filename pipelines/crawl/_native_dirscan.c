@@ -1000,52 +1000,68 @@ out:
     return rc;
 }
 
-/* Levels as RLE runs (every run a repeated value: runs concatenate), after their 4-byte length. */
-static int put_levels(Buf *out, const Buf *levels) {
-    size_t at = out->len;
-    if (put_le(out, 0, 4) < 0) return -1;
+/* Bytes of `levels` as RLE runs (every run a repeated value: runs concatenate), after their 4-byte length. */
+static size_t levels_size(const Buf *levels) {
+    size_t size = 4;
+    const unsigned char *p = (const unsigned char *)levels->p;
+    for (size_t i = 0; i < levels->len;) {
+        size_t j = i + 1;
+        while (j < levels->len && p[j] == p[i]) j++;
+        for (unsigned long long header = (unsigned long long)(j - i) << 1; header >= 0x80; header >>= 7) size++;
+        size += 2; /* the header's last byte, the value */
+        i = j;
+    }
+    return size;
+}
+
+static char *put_levels(char *out, const Buf *levels) {
+    char *start = out;
+    out += 4;
     const unsigned char *p = (const unsigned char *)levels->p;
     for (size_t i = 0; i < levels->len;) {
         size_t j = i + 1;
         while (j < levels->len && p[j] == p[i]) j++;
         unsigned long long header = (unsigned long long)(j - i) << 1;
-        do {
-            unsigned char byte = header & 0x7f;
-            header >>= 7;
-            if (buf_byte(out, header ? byte | 0x80 : byte) < 0) return -1;
-        } while (header);
-        if (buf_byte(out, p[i]) < 0) return -1;
+        for (; header >= 0x80; header >>= 7) *out++ = (char)((header & 0x7f) | 0x80);
+        *out++ = (char)header;
+        *out++ = (char)p[i];
         i = j;
     }
-    size_t len = out->len - at - 4;
-    for (int i = 0; i < 4; i++) out->p[at + i] = (char)(len >> (8 * i));
-    return 0;
+    size_t len = (size_t)(out - start) - 4;
+    for (int i = 0; i < 4; i++) start[i] = (char)(len >> (8 * i));
+    return out;
 }
 
-/* [(page_body, num_values)] per leaf column: repetition levels (list fields), definition levels, values. */
-static PyObject *encode_pages(const Table *t) {
+/* [(page_body, num_values)] per leaf column: repetition levels (list fields), definition levels, values; each
+   column's buffers are freed once its page is built (the table is not used after). */
+static PyObject *encode_pages(Table *t) {
     PyObject *pages = PyList_New(N_COLS);
     if (!pages) return NULL;
     for (int c = 0; c < N_COLS; c++) {
-        const Col *col = &t->cols[c];
-        Buf page = {0};
-        int ok = (c < N_TOP || put_levels(&page, &col->rep) == 0) && put_levels(&page, &col->def) == 0;
-        if (ok && COL_TYPE[c] == P_BOOL) { /* bit-packed, least significant bit first */
-            size_t n = col->val.len;
-            ok = buf_reserve(&page, (n + 7) / 8) == 0;
-            if (ok) {
-                memset(page.p + page.len, 0, (n + 7) / 8);
-                for (size_t i = 0; i < n; i++)
-                    if (col->val.p[i]) page.p[page.len + i / 8] |= (char)(1 << (i % 8));
-                page.len += (n + 7) / 8;
-            }
-        } else if (ok) {
-            ok = buf_put(&page, col->val.p, col->val.len) == 0;
+        Col *col = &t->cols[c];
+        int is_bool = COL_TYPE[c] == P_BOOL;
+        size_t values = is_bool ? (col->val.len + 7) / 8 : col->val.len;
+        size_t size = (c < N_TOP ? 0 : levels_size(&col->rep)) + levels_size(&col->def) + values;
+        PyObject *body = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+        if (!body) {
+            Py_DECREF(pages);
+            return NULL;
         }
-        PyObject *item = ok ? Py_BuildValue("(y#n)", page.p ? page.p : "", (Py_ssize_t)page.len,
-                                            (Py_ssize_t)col->def.len)
-                            : PyErr_NoMemory();
-        free(page.p);
+        char *out = PyBytes_AS_STRING(body);
+        if (c >= N_TOP) out = put_levels(out, &col->rep);
+        out = put_levels(out, &col->def);
+        if (is_bool) { /* bit-packed, least significant bit first */
+            memset(out, 0, values);
+            for (size_t i = 0; i < col->val.len; i++)
+                if (col->val.p[i]) out[i / 8] |= (char)(1 << (i % 8));
+        } else if (values) {
+            memcpy(out, col->val.p, values);
+        }
+        PyObject *item = Py_BuildValue("(Nn)", body, (Py_ssize_t)col->def.len);
+        free(col->def.p);
+        free(col->rep.p);
+        free(col->val.p);
+        memset(col, 0, sizeof *col);
         if (!item) {
             Py_DECREF(pages);
             return NULL;
@@ -1209,9 +1225,10 @@ static PyObject *inventory_columns(PyObject *self, PyObject *args) {
     if (append_table(t, errs) < 0) goto nomem;
 
 encode: {
+    Py_ssize_t rows = (Py_ssize_t)t->cols[C_T].def.len;
     PyObject *pages = encode_pages(t);
     if (!pages) goto done;
-    result = Py_BuildValue("(nNO)", (Py_ssize_t)t->cols[C_T].def.len, pages, failed ? failed : Py_None);
+    result = Py_BuildValue("(nNO)", rows, pages, failed ? failed : Py_None);
     goto done;
 }
 nomem:
