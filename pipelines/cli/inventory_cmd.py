@@ -30,10 +30,8 @@ def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None, fmt
     from pipelines.crawl import inventory_compiled
 
     if fast_exit.console():
-        # pyarrow (the writer of format 1 and of log dirs the compiled writer leaves to Python) probes for pandas on
-        # its first array, importing it: 0.5-1 s on a loaded broker host. This short-lived process never hands it a
-        # pandas object, so the import fails at once instead (None in sys.modules: ModuleNotFoundError).
-        sys.modules.setdefault("pandas", None)  # type: ignore[arg-type]
+        if "pandas" not in sys.modules:
+            sys.meta_path.insert(0, _PandasAbsent())
         fast_exit.request()  # leave without tearing the listing down object by object
     fmt_n = int(fmt) if fmt else None
     try:
@@ -54,3 +52,18 @@ def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None, fmt
         click.echo(f"logdir-gc inventory: cannot list {root}: {reason}", err=True)
     if failed:
         sys.exit(UNREADABLE)
+
+
+class _PandasAbsent:
+    """A meta path finder for which pandas is not installed.
+
+    pyarrow (the writer when the compiled one cannot serve: pure Python, SFTP log dirs, names that are not UTF-8)
+    probes for pandas on its first array by importing it: 0.5-1 s on a loaded broker host. This short-lived process
+    never hands pyarrow a pandas object, so the import fails at once (``ModuleNotFoundError``: pyarrow's own "pandas
+    not installed" path). Only the console process installs it; pandas stays importable everywhere else.
+    """
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (logdir-gc inventory runs without pandas)", name=name)
+        return None

@@ -185,15 +185,31 @@ def test_format_1_is_not_the_compiled_writers(cluster: dict[str, Path], tmp_path
     assert not (tmp_path / "x.jsonl").exists() and not (tmp_path / "x.bin").exists()
 
 
+def _command_imports(args: list[str], env: dict[str, str] | None = None) -> set[str]:
+    """The modules ``logdir-gc inventory ARGS`` imports as the console command (``python -m``: fast exit armed)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pipelines.cli.main", "inventory", *args],
+                          capture_output=True, text=True, cwd=REPO, check=False, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time")}
+
+
 @compiled_only
 def test_the_command_imports_neither_pyarrow_nor_pydantic(cluster: dict[str, Path], tmp_path: Path) -> None:
     """The broker-side command's start-up: the compiled writer needs neither (0.3 s of imports between them)."""
     out = tmp_path / "inv.parquet"
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pipelines.cli.main", "inventory",
-                           str(cluster["b1-d0"]), "--out", str(out), "--broker-id", "1"],
-                          capture_output=True, text=True, cwd=REPO, check=False)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time")}
+    imported = _command_imports([str(cluster["b1-d0"]), "--out", str(out), "--broker-id", "1"])
     assert "pipelines.crawl.inventory_compiled" in imported
     assert not {m for m in imported if m.split(".")[0] in ("pyarrow", "pydantic", "numpy", "pandas")}
     assert read_inventory(str(out)).header.broker_id == 1
+
+
+@pytest.mark.parametrize("name", ["inv.parquet", "inv.jsonl"])
+def test_the_pure_python_command_writes_without_pandas(cluster: dict[str, Path], tmp_path: Path, name: str) -> None:
+    """With the pyarrow writer (here: KLGC_PURE_PYTHON=1) the console command answers pyarrow's probe for pandas
+    with "not installed" instead of importing it."""
+    out = tmp_path / name
+    imported = _command_imports([str(cluster["b1-d0"]), "--out", str(out)], {**os.environ, "KLGC_PURE_PYTHON": "1"})
+    assert not {m for m in imported if m.startswith("pandas.")}
+    if name.endswith(".parquet"):
+        assert "pyarrow" in imported and pq.ParquetFile(out).metadata.created_by.startswith("parquet-cpp")
+    assert read_inventory(str(out)).sections[0].listing is not None
