@@ -6,14 +6,17 @@ Builds one log dir with ``bench/crawl.py``'s tree builder (``--kafka-like``: par
 leader-epoch-checkpoint and segment sets by offset; 20,000 partition dirs x 5 files = 100k files by default), then
 runs, as whole processes taking turns (A B A B ...):
 
-- ``find DIR -printf '%p %s %T@\\n' > FILE``: the peer (one line per file, written to a file);
-- ``logdir-gc inventory DIR --out X.parquet`` (format 2, the default) and ``--out X.jsonl`` (format 1).
+- ``find DIR -printf '%p %s %T@\n' > FILE``: the peer (one line per file, written to a file);
+- ``logdir-gc inventory DIR --out X.parquet`` (format 2, the default: the compiled writer where it is built),
+  the same with ``KLGC_PURE_PYTHON=1`` (pure-Python listing, pyarrow writer: what a host without a C compiler runs)
+  and ``--out X.jsonl`` (format 1).
 
-It prints the median wall and CPU time of each and the median of the pair-by-pair ratios to find (goal: format 2
-<= 1.5x find). Then, in this process, what the crawl pays per inventory to ingest it: decode the file to Python
-values, and decode + build the listing + scan to rows, per format, and the same decode for the candidate that was
-not chosen (gzip'd JSON Lines with one object per partition dir, the same fields as the Parquet rows), with the
-extrapolation to 2M partition dirs. Nothing is asserted.
+It prints each one's median wall and CPU (user + sys) time, its peak RSS, and the median of the pair-by-pair ratios
+to find (goal: format 2 <= 1.5x find, CPU and wall), with the load average before and after (the ratios are the
+figures to quote on a shared machine). Then, in this process, what the crawl pays per inventory to ingest it: decode
+the file to Python values, and decode + build the listing + scan to rows, per format, and the same decode for the
+candidate that was not chosen (gzip'd JSON Lines with one object per partition dir, the same fields as the Parquet
+rows), with the extrapolation to 2M partition dirs. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -41,19 +44,19 @@ from bench.crawl import build_tree  # noqa: E402
 LOGDIR_GC = str(Path(sys.executable).with_name("logdir-gc"))
 
 
-def _cpu_children() -> float:
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def run_process(argv: list[str], stdout_path: Path | None = None) -> tuple[float, float]:
-    """Wall and CPU seconds of one whole process (its output to ``stdout_path`` or discarded)."""
-    c0, t0 = _cpu_children(), time.perf_counter()
+def run_process(argv: list[str], stdout_path: Path | None = None, env: dict[str, str] | None = None
+                ) -> tuple[float, float, float]:  # fmt: skip
+    """Wall seconds, CPU seconds (user + sys) and peak RSS (MiB) of one whole process (its output to
+    ``stdout_path`` or discarded)."""
+    t0 = time.perf_counter()
     with open(stdout_path or os.devnull, "wb") as out:
-        subprocess.run(argv, check=True, stdout=out, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0, _cpu_children() - c0
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 3):
+        raise subprocess.CalledProcessError(proc.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def interleaved(commands: dict[str, Callable[[], tuple[float, float]]], repeat: int) -> dict[str, list]:
@@ -142,6 +145,18 @@ def ingest_figures(parquet: Path, jsonl: Path, candidate: Path, dirs: int, repea
         print(f"  {label:38s} {t:6.3f}s  ({path.stat().st_size / 1e6:5.1f} MB)  2M dirs: {t * scale:6.0f} s CPU")
 
 
+def _load(avg: tuple[float, float, float]) -> str:
+    return ", ".join(f"{x:.2f}" for x in avg)
+
+
+def _writer(path: Path) -> str:
+    """Which writer made a format-2 file: the compiled one (``kafka-logdir-gc``) or pyarrow (``parquet-cpp``)."""
+    import pyarrow.parquet as pq
+
+    created_by = pq.ParquetFile(path).metadata.created_by
+    return "compiled writer" if created_by.startswith("kafka-logdir-gc") else f"pyarrow ({created_by})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=20_000)
@@ -163,22 +178,32 @@ def main() -> int:
         out = base / "out"
         out.mkdir(exist_ok=True)
         parquet, jsonl = out / "inv.parquet", out / "inv.jsonl"
+        pure = {**os.environ, "KLGC_PURE_PYTHON": "1"}
+        inventory = [LOGDIR_GC, "inventory", str(logdir), "--out"]
         commands = {
             "find -printf > file": lambda: run_process(["find", str(logdir), "-printf", r"%p %s %T@\n"],
                                                        out / "find.txt"),
-            "inventory (format 2)": lambda: run_process([LOGDIR_GC, "inventory", str(logdir), "--out", str(parquet)]),
-            "inventory (format 1)": lambda: run_process([LOGDIR_GC, "inventory", str(logdir), "--out", str(jsonl)]),
+            "inventory (format 2)": lambda: run_process([*inventory, str(parquet)]),
+            "format 2, pure Python": lambda: run_process([*inventory, str(out / "pure.parquet")], env=pure),
+            "inventory (format 1)": lambda: run_process([*inventory, str(jsonl)]),
         }  # fmt: skip
+        load_before = os.getloadavg()
         got = interleaved(commands, args.repeat)
+        load_after = os.getloadavg()
         find = got["find -printf > file"]
         print(f"end to end, whole processes, {args.repeat} rounds taking turns (medians; ratio: median of"
-              " pair-by-pair ratios to find; goal format 2 <= 1.5x)")  # fmt: skip
+              " pair-by-pair ratios to find; goal format 2 <= 1.5x, CPU and wall)")  # fmt: skip
+        print(f"  load average (1, 5, 15 min): {_load(load_before)} before, {_load(load_after)} after;"
+              f" {os.cpu_count()} CPUs")  # fmt: skip
         for name, runs in got.items():
-            wall = statistics.median(w for w, _ in runs)
-            cpu = statistics.median(c for _, c in runs)
-            r_wall = statistics.median(w / f[0] for (w, _), f in zip(runs, find, strict=True))
-            r_cpu = statistics.median(c / max(f[1], 1e-9) for (_, c), f in zip(runs, find, strict=True))
-            print(f"  {name:24s} wall {wall:6.3f}s ({r_wall:4.2f}x)  CPU {cpu:6.3f}s ({r_cpu:4.2f}x)")
+            wall = statistics.median(w for w, _, _ in runs)
+            cpu = statistics.median(c for _, c, _ in runs)
+            rss = max(m for _, _, m in runs)
+            r_wall = statistics.median(w / f[0] for (w, _, _), f in zip(runs, find, strict=True))
+            r_cpu = statistics.median(c / max(f[1], 1e-9) for (_, c, _), f in zip(runs, find, strict=True))
+            print(f"  {name:24s} wall {wall:6.3f}s ({r_wall:4.2f}x)  CPU {cpu:6.3f}s ({r_cpu:4.2f}x)"
+                  f"  peak RSS {rss:5.0f} MiB")  # fmt: skip
+        print(f"  format 2 written by: {_writer(parquet)} (pure Python: {_writer(out / 'pure.parquet')})")
         candidate = out / "inv-per-dir.jsonl.gz"
         _jsonl_candidate(parquet, candidate)
         ingest_figures(parquet, jsonl, candidate, args.partitions, max(1, args.repeat // 2))
