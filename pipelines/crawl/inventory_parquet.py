@@ -224,7 +224,10 @@ def write_table(cols: _Columns, header_json: str, fh: IO[bytes]) -> None:
 
     schema = arrow_schema().with_metadata({META_KEY: header_json.encode()})
     table = pa.Table.from_pydict(cols.cols, schema=schema)
-    pq.write_table(table, fh, compression="zstd", use_dictionary=["t", "stage", "error_class", "reason"])
+    # as the compiled writer writes it (inventory_compiled): zstd level 1, no statistics (the file is read whole);
+    # dictionaries only for the columns of a few distinct values
+    pq.write_table(table, fh, compression="zstd", compression_level=1, write_statistics=False,
+                   use_dictionary=["t", "stage", "error_class", "reason"])  # fmt: skip
 
 
 # -- reading ----------------------------------------------------------------------------------------
