@@ -207,6 +207,8 @@ def row_groups(log_dirs: Sequence[str]
         if got is None:
             return None
         rows, pages, reason = got
+        if any(len(body) >= 1 << 31 for body, _ in pages):  # a Parquet page size is an i32: pyarrow splits pages
+            return None
         if reason is not None:
             failed.append((url, reason))
         groups.append((rows, [(bytes(compress(body, _ZSTD_LEVEL)), len(body), n) for body, n in pages]))

@@ -1,7 +1,8 @@
 """Bring-your-own inventory: a log dir's listing written on the broker host, ingested by the crawl.
 
 Two formats, told apart by the file's first bytes when read: format 2 (Parquet, one row per partition dir, the
-default; see :mod:`pipelines.crawl.inventory_parquet`) and format 1, still read and written on request (or for an
+default; see :mod:`pipelines.crawl.inventory_parquet`, and :mod:`pipelines.crawl.inventory_compiled` for the writer of
+local log dirs) and format 1, still read and written on request (or for an
 output named ``*.jsonl[.gz|.zst]``). Format 1 is JSON Lines (``.gz``/``.zst`` compression inferred from the URL),
 one record per line:
 

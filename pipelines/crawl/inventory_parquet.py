@@ -16,7 +16,10 @@ Names are Parquet strings (UTF-8); a name that is not valid UTF-8 (a byte name P
 as NUL followed by the hex of its bytes (a file name never holds NUL), and read back as the same name.
 
 The header (format, version 2, written_at, host, broker_id, log_dirs) is the file's key-value metadata under
-``logdir-gc-inventory``. Reading gives the same :class:`~pipelines.crawl.listing.Listing` the local compiled lister
+``logdir-gc-inventory``. Local log dirs are written by the compiled writer (:mod:`pipelines.crawl.inventory_compiled`:
+the same rows, one row group per log dir, straight from C); ``add_listing`` + ``write_table`` here write the rest
+(SFTP and generic log dirs, pure Python, names that are not UTF-8) with pyarrow, and are the reference.
+Reading gives the same :class:`~pipelines.crawl.listing.Listing` the local compiled lister
 produces with ``summarize=True``, so the crawl rows equal a direct crawl's (no ``segment_files`` rows: those need
 per-file entries, which format 1 keeps).
 """

@@ -213,3 +213,21 @@ def test_the_pure_python_command_writes_without_pandas(cluster: dict[str, Path],
     if name.endswith(".parquet"):
         assert "pyarrow" in imported and pq.ParquetFile(out).metadata.created_by.startswith("parquet-cpp")
     assert read_inventory(str(out)).sections[0].listing is not None
+
+
+@compiled_only
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_spark_reads_the_compiled_file(spark, cluster: dict[str, Path], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Spark's own Parquet reader (parquet-mr) reads the hand-framed file to the rows pyarrow reads."""
+    out = _assert_same_file([str(p) for p in sorted(cluster.values())], tmp_path)
+
+    def plain(v: object) -> object:
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if hasattr(v, "asDict"):
+            return {k: plain(x) for k, x in v.asDict().items()}
+        return bytes(v) if isinstance(v, bytearray) else v
+
+    got = [{k: plain(v) for k, v in row.asDict().items()} for row in spark.read.parquet(str(out)).collect()]
+    assert got == pq.read_table(out).to_pylist()
