@@ -1106,7 +1106,7 @@ static PyObject *inventory_columns(PyObject *self, PyObject *args) {
     Table *t = calloc(1, sizeof *t), *errs = calloc(1, sizeof *errs);
     Scan rs = {0}, ps = {0};
     Buf scratch = {0}, rel = {0};
-    PyObject *result = NULL, *failed = NULL;
+    PyObject *result = NULL, *failed = NULL, *root_held = NULL;
     int root_fd = -1, fallback = 0;
     if (!t || !errs) {
         PyErr_NoMemory();
@@ -1150,6 +1150,20 @@ static PyObject *inventory_columns(PyObject *self, PyObject *args) {
     for (size_t i = 0; i < rs.n_errs; i++)
         if (row_odd_entry(errs, d, scan_name(&rs, rs.errs[i].name_off), &rs.errs[i]) < 0) goto nomem;
 
+    /* the root's small files this pass did not read go through `reader` now, with no directory open (as the
+       Python path reads them once the listing is done) */
+    root_held = PyList_New((Py_ssize_t)rs.n_others);
+    if (!root_held) goto done;
+    for (size_t i = 0; i < rs.n_others; i++) {
+        const Other *o = &rs.others[i];
+        PyObject *got = NULL;
+        if (o->kind == KIND_FILE && o->data_len < 0 && is_wanted(root_reads, scan_name(&rs, o->name_off), o->name_len)) {
+            got = call_reader(reader, root, scan_name(&rs, o->name_off));
+            if (!got) goto done;
+        }
+        PyList_SET_ITEM(root_held, (Py_ssize_t)i, got ? got : Py_NewRef(Py_None));
+    }
+
     root_fd = open(root_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (size_t i = 0; i < rs.n_others; i++) {
         const Other *o = &rs.others[i];
@@ -1163,28 +1177,18 @@ static PyObject *inventory_columns(PyObject *self, PyObject *args) {
             v[C_SIZE] = int_val(o->size);
             v[C_MTIME] = int_val(o->mtime_ns);
             v[C_ISLINK] = int_val(o->islink);
-            PyObject *got = NULL;
-            if (o->kind == KIND_FILE && is_wanted(root_reads, name, o->name_len)) {
-                if (o->data_len >= 0) {
-                    v[C_DATA] = (Val){1, 0, rs.data.p + o->data_off, (size_t)o->data_len};
-                } else {
-                    got = call_reader(reader, root, name);
-                    if (!got) goto done;
-                    if (PyBytes_Check(got)) {
-                        v[C_DATA] = (Val){1, 0, PyBytes_AS_STRING(got), (size_t)PyBytes_GET_SIZE(got)};
-                    } else {
-                        v[C_STAGE] = str_val("read");
-                        if (utf8_val(PyTuple_GET_ITEM(got, 0), &v[C_ERROR_CLASS]) < 0 ||
-                            utf8_val(PyTuple_GET_ITEM(got, 1), &v[C_REASON]) < 0) {
-                            Py_DECREF(got);
-                            goto done;
-                        }
-                    }
-                }
+            PyObject *got = PyList_GET_ITEM(root_held, (Py_ssize_t)i);
+            if (o->kind == KIND_FILE && o->data_len >= 0 && is_wanted(root_reads, name, o->name_len)) {
+                v[C_DATA] = (Val){1, 0, rs.data.p + o->data_off, (size_t)o->data_len};
+            } else if (PyBytes_Check(got)) {
+                v[C_DATA] = (Val){1, 0, PyBytes_AS_STRING(got), (size_t)PyBytes_GET_SIZE(got)};
+            } else if (PyTuple_Check(got)) {
+                v[C_STAGE] = str_val("read");
+                if (utf8_val(PyTuple_GET_ITEM(got, 0), &v[C_ERROR_CLASS]) < 0 ||
+                    utf8_val(PyTuple_GET_ITEM(got, 1), &v[C_REASON]) < 0)
+                    goto done;
             }
-            int bad = emit_top(t, v) < 0 || emit_lists_null(t) < 0;
-            Py_XDECREF(got);
-            if (bad) goto nomem;
+            if (emit_top(t, v) < 0 || emit_lists_null(t) < 0) goto nomem;
             continue;
         }
         const char *open_path = root_fd >= 0 ? name : join_rel(&scratch, root_path, name);
@@ -1235,6 +1239,7 @@ nomem:
     PyErr_NoMemory();
 done:
     if (root_fd >= 0) close(root_fd);
+    Py_XDECREF(root_held);
     Py_XDECREF(failed);
     Py_DECREF(root_fs);
     scan_free(&rs);

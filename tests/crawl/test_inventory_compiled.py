@@ -231,3 +231,62 @@ def test_spark_reads_the_compiled_file(spark, cluster: dict[str, Path], tmp_path
 
     got = [{k: plain(v) for k, v in row.asDict().items()} for row in spark.read.parquet(str(out)).collect()]
     assert got == pq.read_table(out).to_pylist()
+
+
+_FD_LIMITED = """
+import io, os, resource, sys
+import pyarrow.parquet as pq
+from pipelines.crawl import inventory_compiled, inventory_parquet as v2
+from pipelines.crawl.backends import local
+
+root, extra = sys.argv[1], int(sys.argv[2])
+free = os.open(os.devnull, os.O_RDONLY)
+os.close(free)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def limited(fn):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (free + extra, hard))
+    try:
+        return fn()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def pyarrow_rows():
+    cols = v2.new_columns()
+
+    def rows():
+        listing = local.list_log_dir(root, summarize=True)
+        v2.add_listing(cols, 0, listing)
+
+    limited(rows)
+    out = io.BytesIO()
+    v2.write_table(cols, "{}", out)
+    return pq.read_table(io.BytesIO(out.getvalue())).to_pylist()
+
+
+groups, failed = limited(lambda: inventory_compiled.row_groups([root]))
+out = io.BytesIO()
+inventory_compiled.write_file(groups, "{}", out)
+compiled = pq.read_table(io.BytesIO(out.getvalue())).to_pylist()
+reference = pyarrow_rows()
+for rows in (compiled, reference):
+    for row in rows:
+        row.pop("fs_used_bytes"), row.pop("fs_free_bytes")
+assert compiled == reference, [(a, b) for a, b in zip(compiled, reference) if a != b][:3]
+print(sorted({(r["t"], r["stage"], r["error_class"]) for r in compiled if r["error_class"]}), flush=True)
+os._exit(0)  # pyarrow's threads now and then abort a normal exit after the limit games ("terminate called")
+"""
+
+
+@compiled_only
+@pytest.mark.parametrize("extra", [1, 2])
+def test_out_of_file_descriptors_is_recorded_alike(cluster: dict[str, Path], extra: int) -> None:
+    """A partition dir that cannot be opened and small files that cannot be read (the process at its open-file
+    limit: EMFILE, which even root gets) are recorded by the compiled writer as by the pyarrow writer."""
+    proc = subprocess.run([sys.executable, "-c", _FD_LIMITED, str(cluster["b1-d0"]), str(extra)], cwd=REPO,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if extra == 1:  # no partition dir can be opened
+        assert "('dir', 'list', 'OSError')" in proc.stdout and "('error', 'list', 'OSError')" in proc.stdout
