@@ -358,8 +358,8 @@ def _add_summary(listing: Listing, rel: str, values: Sequence[Any], row_no: int)
     for name, data in got.items():
         listing.contents[prefix + name] = data
     for name, error_class, reason in read_errors:
-        rel = prefix + dec(name)
-        listing.read_errors[rel] = _oserror(error_class, dec(reason or ""), listing.abs_path(rel))
+        file_rel = prefix + dec(name)  # not `rel`: the summary below goes under the dir's
+        listing.read_errors[file_rel] = _oserror(error_class, dec(reason or ""), listing.abs_path(file_rel))
     listing.summaries[rel] = _new_summary(*counts, fingerprint, tuple(kept), got)
 
 

@@ -138,6 +138,25 @@ def test_a_read_that_fails_is_recorded(cluster: dict[str, Path], tmp_path: Path)
     assert (entries["replication-offset-checkpoint"]["stage"], entries["replication-offset-checkpoint"]["data"]) == (
         "read", None,
     )  # fmt: skip
+    # read back, the dir keeps its summary (the reader once filed it under the unread file's name) and the crawl
+    # gives the direct crawl's rows; only the error text differs: a failed read() names no file, the recorded
+    # error (class and reason) is rebuilt with the file's path
+    listing = read_inventory(str(tmp_path / "compiled.parquet")).sections[0].listing
+    assert listing is not None and "orders-1" in listing.summaries
+    broker = Broker(7, (str(d0),), {})
+    direct = crawl_local([broker], run_id="r", cluster="c")
+    ingested = crawl_local([replace(broker, inventory=str(tmp_path / "compiled.parquet"))], run_id="r", cluster="c")
+    for table in ("log_dirs", "partition_dirs"):
+        got, want = (sorted(map(repr, _drop(_unpathed(getattr(r, table), str(d0))))) for r in (ingested, direct))
+        assert got == want, table
+
+
+def _unpathed(rows: list[dict], root: str) -> list[dict]:
+    """Rows with each problem's ``: '<path under root>'`` suffix (what a rebuilt error adds) cut."""
+    import re
+
+    pattern = re.compile(r": '" + re.escape(root) + r"/[^']*'")
+    return [{**r, "problems": [pattern.sub("", p) for p in r.get("problems") or []]} for r in rows]
 
 
 def _assert_crawl_rows(broker: Broker, inventory: Path) -> None:
