@@ -4,11 +4,11 @@
 rows :func:`pipelines.crawl.inventory_parquet.add_listing` gives for ``list_log_dir(root, summarize=True)`` -- as one
 plain-encoded Parquet data page per leaf column of :func:`~pipelines.crawl.inventory_parquet.arrow_schema`. This
 module compresses each page (zstd), frames it, and writes the footer (Thrift compact protocol): one row group per
-log dir, no statistics, no dictionary. What pyarrow (or Spark, or DuckDB) reads back is the table the pyarrow writer
-writes for the same log dirs, so ``read_inventory`` needs no second reader.
+log dir, no statistics, no dictionary. What pyarrow and Spark read back is the table the pyarrow writer writes for
+the same log dirs (tests/crawl/test_inventory_compiled.py), so ``read_inventory`` needs no second reader.
 
-``write_compiled`` returns None when it cannot serve the request (not a local log dir, the compiled lister not
-built, a name that is not UTF-8 or an offset beyond int64 somewhere): the caller then writes with pyarrow.
+``write`` returns None when it cannot serve the request (format 1, a log dir that is not local, the compiled lister
+not built, a name that is not UTF-8 or an offset beyond int64 somewhere): the caller then writes with pyarrow.
 """
 
 from __future__ import annotations
@@ -37,6 +37,14 @@ SEGMENT_TAIL_CODES: tuple[tuple[bytes, int], ...] = tuple(
 )
 META_KEY = b"logdir-gc-inventory"
 _NATIVE = "pipelines.crawl._native_dirscan"
+FORMATS = (1, 2)
+_JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst")
+
+
+def format_for(out_url: str) -> int:
+    """The format an output gets when none is asked for (``write_inventory``'s rule, kept here so the command need
+    not import it): 1 for a name that says JSON Lines, else 2."""
+    return 1 if out_url.lower().endswith(_JSONL_SUFFIXES) else 2
 
 
 def compiled_lister() -> ModuleType | None:
@@ -265,9 +273,6 @@ def local_only(log_dirs: Sequence[str]) -> bool:
     return all(backend_name(url) in ("local", "file") for url in log_dirs)
 
 
-__all__ = ["local_only", "row_groups", "write_file"]
-
-
 def header_json(version: int, log_dirs: Sequence[str], broker_id: int | None) -> str:
     """The header as ``InventoryHeader.model_dump_json()`` writes it (without importing pydantic)."""
     import json
@@ -283,15 +288,6 @@ def header_json(version: int, log_dirs: Sequence[str], broker_id: int | None) ->
     return json.dumps({"format": "logdir-gc-inventory", "version": version, "written_at": written_at,
                        "host": host, "broker_id": broker_id, "log_dirs": list(log_dirs)},
                       separators=(",", ":"), ensure_ascii=False)  # fmt: skip
-
-
-FORMATS = (1, 2)
-_JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".json.gz", ".json.zst")
-
-
-def format_for(out_url: str) -> int:
-    """The format an output gets when none is asked for: 1 for a name that says JSON Lines, else 2."""
-    return 1 if out_url.lower().endswith(_JSONL_SUFFIXES) else 2
 
 
 def write(log_dirs: Sequence[str], out_url: str, *, broker_id: int | None = None, format: int | None = None,
@@ -320,3 +316,7 @@ def write(log_dirs: Sequence[str], out_url: str, *, broker_id: int | None = None
     with out as fh:
         write_file(groups, header_json(2, log_dirs, broker_id), fh)
     return sum(rows for rows, _ in groups), tuple(failed)
+
+
+__all__ = ["FORMATS", "compiled_lister", "format_for", "header_json", "local_only", "row_groups", "write",
+           "write_file"]  # fmt: skip
