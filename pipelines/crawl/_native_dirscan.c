@@ -328,27 +328,32 @@ static int dir_fd(DirReader *r) { return dirfd(r->dir); }
 static void dir_close(DirReader *r) { closedir(r->dir); }
 #endif
 
-/* Read the whole content of `name`, a regular file of `size` bytes when it was stat'ed, into s->data; its place
-   in `o`, or data_len -1 (no error raised). No fstat: one read of size + 1 bytes must return exactly `size` bytes.
-   Anything else (the file changed, or is no longer a regular file; O_NONBLOCK keeps a FIFO from blocking) leaves
-   the file to Python, which reads it itself. */
+/* Read the whole content of a regular file of `size` bytes (when it was stat'ed) into s->data: its place in
+   *off / *len, or *len -1 (no error raised). One read of size + 1 bytes must return exactly `size` bytes. Anything
+   else (the file changed, or is no longer a regular file; O_NONBLOCK keeps a FIFO from blocking) leaves the file to
+   Python, which reads it itself. read_small opens `name` first (no fstat: the fstatat of the listing saw it). */
+static void read_fd(Scan *s, int fd, long long size, long long limit, long long *off, long long *len) {
+    *len = -1;
+    if (size < 0 || size > limit) return;
+    size_t want = (size_t)size + 1;
+    if (buf_reserve(&s->data, want) < 0) return;
+    ssize_t got;
+    do {
+        got = read(fd, s->data.p + s->data.len, want);
+    } while (got < 0 && errno == EINTR);
+    if (got == (ssize_t)size) {
+        *off = (long long)s->data.len;
+        *len = size;
+        s->data.len += (size_t)size;
+    }
+}
+
 static void read_small(Scan *s, int dfd, const char *name, long long size, long long limit, Other *o) {
     o->data_len = -1;
     if (size < 0 || size > limit) return;
     int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return;
-    size_t want = (size_t)size + 1;
-    if (buf_reserve(&s->data, want) == 0) {
-        ssize_t got;
-        do {
-            got = read(fd, s->data.p + s->data.len, want);
-        } while (got < 0 && errno == EINTR);
-        if (got == (ssize_t)size) {
-            o->data_off = (long long)s->data.len;
-            o->data_len = size;
-            s->data.len += (size_t)size;
-        }
-    }
+    read_fd(s, fd, size, limit, &o->data_off, &o->data_len);
     close(fd);
 }
 
@@ -406,11 +411,26 @@ static int scan_core(Scan *s, int parent_fd, const char *open_path, const Tails 
 
         /* stat like os.DirEntry: is_symlink from d_type (lstat when unknown), then stat() follows links */
         struct stat st;
-        int islink = de.type == DT_LNK, err = 0;
-        if (de.type == DT_UNKNOWN) {
-            if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) islink = S_ISLNK(st.st_mode);
+        int islink = de.type == DT_LNK, err = 0, opened = 0;
+        long long data_off = 0, data_len = -1; /* a small file's content, read on the way */
+        if (de.type == DT_REG && is_wanted(reads, name, len)) {
+            /* a small file to read that is no link: open it, then fstat the open file (one path lookup less than
+               fstatat + openat; d_type says regular file, and O_NOFOLLOW refuses a link swapped in since) */
+            int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0) {
+                if (fstat(fd, &st) == 0) {
+                    opened = 1;
+                    if (S_ISREG(st.st_mode)) read_fd(s, fd, (long long)st.st_size, read_limit, &data_off, &data_len);
+                }
+                close(fd);
+            }
         }
-        if (fstatat(dfd, name, &st, islink ? 0 : AT_SYMLINK_NOFOLLOW) != 0) err = errno;
+        if (!opened) { /* (an open that failed: the fstatat says why, or the file is read by Python) */
+            if (de.type == DT_UNKNOWN) {
+                if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) islink = S_ISLNK(st.st_mode);
+            }
+            if (fstatat(dfd, name, &st, islink ? 0 : AT_SYMLINK_NOFOLLOW) != 0) err = errno;
+        }
         int kind = KIND_OTHER;
         long long size = 0, mtime_ns = 0, mtime_s = 0;
         if (!err) {
@@ -481,7 +501,12 @@ static int scan_core(Scan *s, int parent_fd, const char *open_path, const Tails 
             o->mtime_ns = mtime_ns;
             o->data_off = 0;
             o->data_len = -1;
-            if (kind == KIND_FILE && is_wanted(reads, name, len)) read_small(s, dfd, name, size, read_limit, o);
+            if (opened) {
+                o->data_off = data_off;
+                o->data_len = data_len;
+            } else if (kind == KIND_FILE && is_wanted(reads, name, len)) {
+                read_small(s, dfd, name, size, read_limit, o);
+            }
             s->n_others++;
         }
     }
