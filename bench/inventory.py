@@ -203,6 +203,8 @@ def main() -> int:
             r_cpu = statistics.median(c / max(f[1], 1e-9) for (_, c, _), f in zip(runs, find, strict=True))
             print(f"  {name:24s} wall {wall:6.3f}s ({r_wall:4.2f}x)  CPU {cpu:6.3f}s ({r_cpu:4.2f}x)"
                   f"  peak RSS {rss:5.0f} MiB")  # fmt: skip
+        floor = run_process(["true"])[2]
+        print(f"  peak RSS floor: {floor:.0f} MiB (a child counts this process's pages until its exec)")
         print(f"  format 2 written by: {_writer(parquet)} (pure Python: {_writer(out / 'pure.parquet')})")
         candidate = out / "inv-per-dir.jsonl.gz"
         _jsonl_candidate(parquet, candidate)
