@@ -68,7 +68,7 @@ def render_summary(result: ReplayResult, s: MetadataSummary) -> str:
     lines.append(f"recreations: {s.recreations:,} topic name(s) recreated with a new id"
                  + (", most recent:" if s.recent_recreations else ""))
     lines += [_change(c, True) for c in s.recent_recreations]
-    lines.append(f"events:     {len(result.events):,} (--events lists them)")
+    lines.append(f"events:     {result.event_count:,} (--events lists them)")
     for kind in ("errors", "notes"):
         items = getattr(result, kind)
         if items:

@@ -9,6 +9,15 @@
  *   absent) as partition_merge.fold_change does, and returns True. Otherwise it touches nothing and returns False:
  *   the caller replays the record the ordinary (Python) way, which also reports every error. Only values of the
  *   types the decoder produces are taken (exact dict, list, tuple, int): anything else is False.
+ *
+ * add(context, changed, fields) -> bool
+ *   Compiled twin of fold.py `add_partition`, the hot path of PartitionRecord replay for a caller that counts the
+ *   partition_added events instead of keeping them. context = fold.ADD_CONTEXT. When `fields` (an exact dict)
+ *   registers a partition the topic's change in `changed` does not know yet (not pending, not changed, not in its
+ *   base) with the decoder's types and a directory list that fits the replicas, stores the registration
+ *   partition_merge.partition_from_record makes in `change.changed` and returns True: the caller then counts the
+ *   one partition_added event TopicsDelta.replay_partition would have emitted. Otherwise it touches nothing and
+ *   returns False (an error raised here is a memory error, raised before anything is stored).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -174,9 +183,131 @@ fail:
     return NULL;
 }
 
+/* positions in the add context (fold.ADD_CONTEXT) */
+enum { A_TOPIC_KEY, A_PARTITION_KEY, A_KEYS, A_PENDING, A_CHANGED, A_BASE, A_NEW_PARTITION, A_MIGRATING,
+       ADD_CONTEXT_SIZE };
+/* positions in the PartitionRecord keys (fold.PARTITION_KEYS) */
+enum { P_REPLICAS, P_DIRECTORIES, P_ISR, P_REMOVING, P_ADDING, P_LEADER, P_LEADER_EPOCH, P_PARTITION_EPOCH, P_RECOVERY,
+       P_ELR, P_LAST_KNOWN_ELR, N_PARTITION_KEYS };
+
+/* 1 when `key` is a key of the mapping `m` (`key in m`; a KeyError of m[key] means absent), 0 when not, -1 on
+ * another error. */
+static int has_key(PyObject *m, PyObject *key) {
+    if (PyDict_CheckExact(m)) {
+        if (PyDict_GetItemWithError(m, key) != NULL) return 1;
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *v = PyObject_GetItem(m, key);
+    if (v != NULL) {
+        Py_DECREF(v);
+        return 1;
+    }
+    if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
+static PyObject *add(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "add() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *context = args[0], *changed = args[1], *fields = args[2];
+    if (!PyTuple_CheckExact(context) || PyTuple_GET_SIZE(context) != ADD_CONTEXT_SIZE || !PyDict_CheckExact(changed) ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(context, A_KEYS)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(context, A_KEYS)) != N_PARTITION_KEYS) {
+        PyErr_SetString(PyExc_TypeError, "add(): bad context or changed");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(fields)) Py_RETURN_FALSE;
+    PyObject *topic_id = lookup(fields, PyTuple_GET_ITEM(context, A_TOPIC_KEY));
+    PyObject *change = topic_id == NULL ? NULL : lookup(changed, topic_id);
+    PyObject *partition = change == NULL ? NULL : lookup(fields, PyTuple_GET_ITEM(context, A_PARTITION_KEY));
+    if (partition == NULL || !PyLong_CheckExact(partition)) Py_RETURN_FALSE;
+    PyObject *keys = PyTuple_GET_ITEM(context, A_KEYS);
+    PyObject *v[N_PARTITION_KEYS];
+    for (Py_ssize_t i = 0; i < N_PARTITION_KEYS; i++) {
+        v[i] = lookup(fields, PyTuple_GET_ITEM(keys, i));
+        if (v[i] == NULL) Py_RETURN_FALSE;
+    }
+    if (!PyTuple_CheckExact(v[P_REPLICAS]) || !none_or_tuple(v[P_DIRECTORIES]) || !none_or_tuple(v[P_ISR]) ||
+        !none_or_tuple(v[P_REMOVING]) || !none_or_tuple(v[P_ADDING]) || !none_or_tuple(v[P_ELR]) ||
+        !none_or_tuple(v[P_LAST_KNOWN_ELR]) || !PyLong_CheckExact(v[P_LEADER]) ||
+        !PyLong_CheckExact(v[P_LEADER_EPOCH]) || !PyLong_CheckExact(v[P_PARTITION_EPOCH]) ||
+        !PyLong_CheckExact(v[P_RECOVERY]))
+        Py_RETURN_FALSE;
+    Py_ssize_t n_replicas = PyTuple_GET_SIZE(v[P_REPLICAS]);
+    PyObject *dirs = v[P_DIRECTORIES];
+    Py_ssize_t n_dirs = dirs == Py_None ? 0 : PyTuple_GET_SIZE(dirs);
+    if (n_dirs != 0 && n_dirs != n_replicas) Py_RETURN_FALSE; /* the ordinary replay reports it */
+
+    /* a partition the change knows (pending, changed or in its base) takes the ordinary path (its events differ) */
+    PyObject *pending = PyObject_GetAttr(change, PyTuple_GET_ITEM(context, A_PENDING));
+    PyObject *partitions = pending == NULL ? NULL : PyObject_GetAttr(change, PyTuple_GET_ITEM(context, A_CHANGED));
+    PyObject *base = partitions == NULL ? NULL : PyObject_GetAttr(change, PyTuple_GET_ITEM(context, A_BASE));
+    PyObject *directories = NULL, *new = NULL, *result = NULL;
+    if (base == NULL || !PyDict_CheckExact(pending) || !PyDict_CheckExact(partitions)) goto decline;
+    int known = has_key(pending, partition);
+    if (known == 0) known = has_key(partitions, partition);
+    if (known == 0) known = has_key(base, partition);
+    if (known != 0) goto decline;
+
+    /* Directories absent, empty or all MIGRATING: MIGRATING x |replicas| (partition_merge._default_to_migrating) */
+    int migrating = n_dirs == 0;
+    if (!migrating) {
+        Py_ssize_t count = PySequence_Count(dirs, PyTuple_GET_ITEM(context, A_MIGRATING));
+        if (count < 0) goto fail;
+        migrating = count == n_dirs;
+    }
+    if (migrating) {
+        directories = PyTuple_New(n_replicas);
+        if (directories == NULL) goto fail;
+        for (Py_ssize_t i = 0; i < n_replicas; i++) {
+            PyObject *m = PyTuple_GET_ITEM(context, A_MIGRATING);
+            Py_INCREF(m);
+            PyTuple_SET_ITEM(directories, i, m);
+        }
+    } else {
+        directories = dirs;
+        Py_INCREF(directories);
+    }
+    PyObject *empty = PyTuple_New(0);
+    if (empty == NULL) goto fail;
+#define OR_EMPTY(x) ((x) == Py_None ? empty : (x))
+    PyObject *part_args[] = {partition, v[P_REPLICAS], OR_EMPTY(v[P_ISR]), OR_EMPTY(v[P_REMOVING]),
+                             OR_EMPTY(v[P_ADDING]), v[P_LEADER], v[P_LEADER_EPOCH], v[P_PARTITION_EPOCH], directories,
+                             v[P_RECOVERY], OR_EMPTY(v[P_ELR]), OR_EMPTY(v[P_LAST_KNOWN_ELR])};
+#undef OR_EMPTY
+    new = PyObject_Vectorcall(PyTuple_GET_ITEM(context, A_NEW_PARTITION), part_args, 12, NULL);
+    Py_DECREF(empty);
+    if (new == NULL || PyDict_SetItem(partitions, partition, new) < 0) goto fail;
+    result = Py_True;
+    Py_INCREF(result);
+    goto done;
+decline:
+    PyErr_Clear();
+    result = Py_False;
+    Py_INCREF(result);
+    goto done;
+fail:
+    result = NULL;
+done:
+    Py_XDECREF(pending);
+    Py_XDECREF(partitions);
+    Py_XDECREF(base);
+    Py_XDECREF(directories);
+    Py_XDECREF(new);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"fold", (PyCFunction)(void (*)(void))fold, METH_FASTCALL,
      "fold(context, changed, fields) -> bool: the compiled twin of metadata.fold.fold_pending."},
+    {"add", (PyCFunction)(void (*)(void))add, METH_FASTCALL,
+     "add(context, changed, fields) -> bool: the compiled twin of metadata.fold.add_partition."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,10 +1,17 @@
-"""The hot path of PartitionChangeRecord replay, as one call the loader makes before the ordinary replay.
+"""The hot paths of PartitionChangeRecord and PartitionRecord replay, as one call the loader makes before the
+ordinary replay.
 
 Most records of a live metadata log are PartitionChangeRecords that only move ISR, leader, leader recovery state or
 ELRs. ``TopicsDelta.replay_partition_change`` folds those into a per-partition pending state
 (:func:`pipelines.metadata.partition_merge.pending_change`) once one exists. :func:`fold_pending` does exactly that
 fold without the calls in between, and declines (returns False, touching nothing) every other record, which the
 caller then replays the ordinary way. ``_native_fold.c`` is its compiled twin; :func:`folder` picks one.
+
+Likewise most PartitionRecords register a partition of a topic created in the same delta. For a caller that counts
+events rather than keeps them (``MetadataLoader(keep_partition_added=False)``), :func:`add_partition` does what
+``TopicsDelta.replay_partition`` does to the delta for a partition the topic's change does not know yet (the
+registration ``partition_from_record`` makes; the caller counts its one ``partition_added`` event) and declines every
+other record; ``_native_fold.c``'s ``add`` is its compiled twin, :func:`adder` picks one.
 """
 
 from __future__ import annotations
@@ -13,6 +20,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipelines import native
+from pipelines.kafka.fast_init import fast_constructor
+from pipelines.kafka.uuid import MIGRATING
+from pipelines.metadata.image import PartitionImage
 from pipelines.metadata.partition_merge import (
     CHANGE_KEYS,
     KEEP_RECOVERY_STATE,
@@ -21,7 +31,8 @@ from pipelines.metadata.partition_merge import (
     pending_change,
 )
 
-__all__ = ["FOLD_CONTEXT", "Folder", "fold_pending", "folder"]
+__all__ = ["ADD_CONTEXT", "FOLD_CONTEXT", "PARTITION_KEYS", "Adder", "Folder", "add_partition", "adder",
+           "fold_pending", "folder"]
 
 MODULE = "pipelines.metadata._native_fold"
 
@@ -31,6 +42,17 @@ FOLD_CONTEXT = ("topic_id", "partition_id", CHANGE_KEYS, "pending", NO_LEADER_CH
 and base partitions), the "no change" values and how a pending state is made."""
 
 Folder = Callable[[tuple, dict, Any], bool]
+
+PARTITION_KEYS = ("replicas", "directories", "isr", "removing_replicas", "adding_replicas", "leader", "leader_epoch",
+                  "partition_epoch", "leader_recovery_state", "eligible_leader_replicas", "last_known_elr")
+"""The PartitionRecord fields a registration is made of (``partition_merge.partition_from_record``)."""
+
+ADD_CONTEXT = ("topic_id", "partition_id", PARTITION_KEYS, "pending", "changed", "base",
+               fast_constructor(PartitionImage), MIGRATING)
+"""What :func:`add_partition` and its compiled twin are told: field names, the attributes of a topic change, how a
+registration is made and the directory id that stands for "not assigned yet"."""
+
+Adder = Callable[[tuple, dict, Any], bool]
 
 _TUPLE_OR_NONE = (tuple, type(None))
 _INT_OR_NONE = (int, type(None))
@@ -88,6 +110,55 @@ def _pending_state(change: Any, partition: Any) -> Any:
         return None
     state = pending[partition] = pending_change(old)
     return state
+
+
+def add_partition(context: tuple, changed: dict[Any, Any], fields: Mapping[str, Any]) -> bool:
+    """Register a partition new to ``changed[topic id]`` in its ``changed`` as ``TopicsDelta.replay_partition`` does
+    and return True (the caller counts the one ``partition_added`` event that replay would emit); or return False and
+    touch nothing: a record that is not an exact dict of the decoder's types, an unknown topic, a partition the
+    change knows (pending, changed or in its base: its events differ), or directories that do not fit the replicas
+    (an error the ordinary replay reports)."""
+    topic_key, partition_key, keys, pending_attr, changed_attr, base_attr, new_partition, migrating = context
+    if type(fields) is not dict:
+        return False
+    try:
+        change = changed.get(fields[topic_key])
+        if change is None:
+            return False
+        partition = fields[partition_key]
+        values = tuple(fields[k] for k in keys)
+    except (KeyError, TypeError):
+        return False
+    replicas, dirs, isr, removing, adding, leader, leader_epoch, partition_epoch, recovery, elr, last_known_elr = values
+    if (
+        type(partition) is not int or type(replicas) is not tuple
+        or any(type(x) not in _TUPLE_OR_NONE for x in (dirs, isr, removing, adding, elr, last_known_elr))
+        or any(type(x) is not int for x in (leader, leader_epoch, partition_epoch, recovery))
+    ):  # fmt: skip
+        return False
+    if dirs and len(dirs) != len(replicas):
+        return False
+    try:
+        pending, partitions, base = (getattr(change, a) for a in (pending_attr, changed_attr, base_attr))
+        if type(pending) is not dict or type(partitions) is not dict:
+            return False
+        if partition in pending or partition in partitions or partition in base:
+            return False
+    except Exception:  # whatever the change's attributes raise, the ordinary replay meets it too
+        return False
+    if not dirs or dirs.count(migrating) == len(dirs):
+        dirs = (migrating,) * len(replicas)
+    partitions[partition] = new_partition(
+        partition, replicas, () if isr is None else isr, () if removing is None else removing,
+        () if adding is None else adding, leader, leader_epoch, partition_epoch, dirs, recovery,
+        () if elr is None else elr, () if last_known_elr is None else last_known_elr)
+    return True
+
+
+def adder() -> Adder:
+    """The compiled ``add`` when built (and not ruled out by ``KLGC_PURE_PYTHON``), else :func:`add_partition`."""
+    compiled = native.load(MODULE)
+    return add_partition if compiled is None else compiled.add
 
 
 def folder() -> Folder:

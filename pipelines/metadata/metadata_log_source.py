@@ -62,6 +62,13 @@ class ReplayResult:
     notes: tuple[str, ...] = ()
     snapshot_timestamp_ms: int | None = None
     """``LastContainedLogTimestamp`` of the snapshot the replay started from (None: no snapshot used)."""
+    events_not_kept: int = 0
+    """Events replayed but not in ``events`` (``load_metadata(keep_partition_added=False)``)."""
+
+    @property
+    def event_count(self) -> int:
+        """Every event the replay emitted, kept or not."""
+        return len(self.events) + self.events_not_kept
 
     @property
     def complete(self) -> bool:
@@ -114,8 +121,9 @@ class _Source:
 class _Run:
     """Mutable bookkeeping of one load."""
 
-    def __init__(self, source: str, fault_handler: FaultHandler | None) -> None:
-        self.loader = MetadataLoader(source=source, fault_handler=fault_handler)
+    def __init__(self, source: str, fault_handler: FaultHandler | None, keep_partition_added: bool = True) -> None:
+        self.loader = MetadataLoader(source=source, fault_handler=fault_handler,
+                                     keep_partition_added=keep_partition_added)
         self.errors: list[str] = []
         self.notes: list[str] = []
         self.reasons: list[str] = []
@@ -183,7 +191,7 @@ class _Run:
         reasons = tuple(dict.fromkeys(self.reasons))
         image = image.with_completeness(complete_ok and not reasons, reasons)
         return ReplayResult(image, tuple(loader.events), tuple(self.errors), tuple(self.files), tuple(self.notes),
-                            self.snapshot_timestamp_ms)
+                            self.snapshot_timestamp_ms, loader.events_not_kept)
 
 
 def _load_snapshot(run: _Run, src: _Source, path: str) -> bool:
@@ -292,11 +300,16 @@ def _load_dir(run: _Run, src: _Source, snapshot: str) -> ReplayResult:
 
 
 def load_metadata(url_or_path: str, storage_options: dict[str, Any] | None = None, *,
-                  fault_handler: FaultHandler | None = None, snapshot: str = "newest") -> ReplayResult:
+                  fault_handler: FaultHandler | None = None, snapshot: str = "newest",
+                  keep_partition_added: bool = True) -> ReplayResult:
     """Replay a ``__cluster_metadata-0`` directory, a snapshot ``.checkpoint`` or a ``.log`` segment.
 
     ``snapshot="oldest"`` starts a directory's replay from its oldest valid snapshot instead of the newest: the
     same image, but the events of every record still on disk (what the executor dates garbage by).
+
+    ``keep_partition_added=False`` (for a caller that only counts events, like ``metadata show``'s summary): the
+    ``partition_added`` events of new partitions replayed from segments are counted in ``events_not_kept`` instead
+    of kept in ``events`` (see :class:`MetadataLoader`); the image, the other events and the errors are the same.
 
     Raises:
         FileNotFoundError: the path does not exist.
@@ -306,7 +319,7 @@ def load_metadata(url_or_path: str, storage_options: dict[str, Any] | None = Non
     if not src.fs.exists(src.path):
         raise FileNotFoundError(f"no such file or directory: {url_or_path}")
     with gc_paused():  # the image's objects hold no cycles; collections cost ~15-20% of a 1M-record replay
-        return _load(_Run(str(url_or_path), fault_handler), src, url_or_path, snapshot)
+        return _load(_Run(str(url_or_path), fault_handler, keep_partition_added), src, url_or_path, snapshot)
 
 
 def _load(run: _Run, src: _Source, url_or_path: str, snapshot: str) -> ReplayResult:
