@@ -66,7 +66,9 @@ def show(path: str, as_json: bool, records: bool, list_topics: bool, list_partit
             return
         from pipelines.metadata.metadata_log_source import load_metadata
 
-        result = load_metadata(path, options or None)
+        summary_only = not (as_json or list_topics or list_partitions or list_events)
+        # the summary counts events: the partition_added events of new partitions are counted, not kept
+        result = load_metadata(path, options or None, keep_partition_added=not summary_only)
     except OSError as exc:
         click.echo(f"logdir-gc metadata show: cannot read {path}: {exc.strerror or exc}", err=True)
         sys.exit(UNREADABLE)
