@@ -1,9 +1,13 @@
 """Classify every crawled partition directory against the controller tables: one ``findings`` row per dir.
 
-Only joins: the controller tables and the aggregated metadata events are small and broadcast; the partition dirs
-are never collected to the driver. Each rule below is a small function returning a :class:`Rule` (condition,
-class, reason, grace-clock start); :func:`classify_column` folds them, first match wins, in the same order as the
-independent re-check in ``pipelines.plan.recheck``.
+Only joins; the partition dirs are never collected to the driver. Tables of a topic's or a broker's size (topics,
+brokers, event times per topic) are broadcast; those of a partition's size (partition registrations, event times
+per partition: 633k rows for 100k topics) are left to Spark, which broadcasts them when its size estimate is small
+and joins them by shuffle when not (forced broadcasts of them ran a 1 GiB driver out of heap).
+
+Each rule below is a small function returning a :class:`Rule` (condition, class, reason, grace-clock start);
+:func:`classify_column` folds them, first match wins, in the same order as the independent re-check in
+``pipelines.plan.recheck``.
 
 All inputs must describe ONE crawl run (``partition_dirs``, ``log_dirs``, ``controller_*`` of that run);
 ``metadata_events`` is the durable per-cluster history.
@@ -317,11 +321,11 @@ def _joined(
     df = (pd.join(copies, ["broker_id", "topic_id", "partition"], "left")
           .join(b(by_id), ["topic_id"], "left")
           .join(b(by_name), ["topic"], "left")
-          .join(b(parts), ["topic_id", "partition"], "left")
-          .join(b(parts_by_name), ["controller_topic_id", "partition"], "left")
+          .join(parts, ["topic_id", "partition"], "left")
+          .join(parts_by_name, ["controller_topic_id", "partition"], "left")
           .join(b(brokers), ["broker_id"], "left")
           .join(b(per_topic.drop("ev_created_ts", "ev_created_off")), ["topic_id"], "left")
-          .join(b(per_partition), ["topic_id", "partition"], "left")
+          .join(per_partition, ["topic_id", "partition"], "left")
           .join(b(created), ["controller_topic_id"], "left")
           .join(b(per_topic_replicas), ["topic_id"], "left"))
     df = df.crossJoin(b(_image_meta(controller_topics, controller_partitions, controller_brokers)))
