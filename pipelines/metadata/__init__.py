@@ -15,7 +15,7 @@ from pipelines.metadata.image import (
 from pipelines.metadata.image_delta import MetadataDelta, raise_on_fault
 from pipelines.metadata.loader import MetadataLoader
 from pipelines.metadata.metadata_log_source import FileUse, ReplayResult, load_metadata
-from pipelines.metadata.rows import event_rows, image_rows
+from pipelines.metadata.rows import event_rows, event_table, image_rows, image_tables
 from pipelines.metadata.topics_describe import parse_topics_describe
 
 __all__ = [
@@ -34,7 +34,9 @@ __all__ = [
     "TopicImage",
     "TopicsImage",
     "event_rows",
+    "event_table",
     "image_rows",
+    "image_tables",
     "load_metadata",
     "parse_topics_describe",
     "raise_on_fault",

@@ -7,7 +7,7 @@ they carry ``detail["from_snapshot"] = True`` and the snapshot's ``LastContained
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,3 +55,51 @@ class MetadataEvent:
             "partition": self.partition,
             "detail": dict(self.detail or {}),
         }
+
+
+class AssignmentDetail(Mapping[str, Any]):
+    """``partition_added``'s detail, ``{"replicas": [...], "directories": [...]}`` (plus ``from_snapshot``).
+
+    It keeps the partition image's own tuples and makes the JSON-ready lists when read: most events of a large log
+    are partition_added (653k of 794k for 100k topics), and a dict of two fresh lists and three dir-id strings each
+    held about half of the replay's memory.
+    """
+
+    __slots__ = ("_directories", "_from_snapshot", "_replicas")
+
+    def __init__(self, replicas: tuple[int, ...], directories: tuple[Uuid, ...], from_snapshot: bool = False) -> None:
+        self._replicas = replicas
+        self._directories = directories
+        self._from_snapshot = from_snapshot
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "replicas":
+            return list(self._replicas)
+        if key == "directories":
+            return [str(d) for d in self._directories]
+        if key == "from_snapshot" and self._from_snapshot:
+            return True
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        yield "replicas"
+        yield "directories"
+        if self._from_snapshot:
+            yield "from_snapshot"
+
+    def __len__(self) -> int:
+        return 3 if self._from_snapshot else 2
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return AssignmentDetail, (self._replicas, self._directories, self._from_snapshot)
+
+
+def marked_from_snapshot(detail: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``detail`` with ``from_snapshot: True`` (a dict is marked in place)."""
+    if isinstance(detail, AssignmentDetail):
+        return AssignmentDetail(detail._replicas, detail._directories, True)
+    detail["from_snapshot"] = True  # type: ignore[index]
+    return detail

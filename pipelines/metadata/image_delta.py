@@ -162,9 +162,9 @@ class MetadataDelta:
             self.fault_handler(problem)
 
     def emit(self, event: str, topic_id: Uuid | None, topic: str | None, partition: int | None,
-             detail: dict[str, Any]) -> None:
+             detail: Mapping[str, Any]) -> None:
         if self.from_snapshot:
-            detail["from_snapshot"] = True
+            detail = ev.marked_from_snapshot(detail)
         self.events.append(_new_event(self._offset, self._timestamp_ms, event, topic_id, topic, partition, detail))
 
     def finish_snapshot(self) -> None:

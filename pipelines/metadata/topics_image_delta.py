@@ -29,7 +29,7 @@ from pipelines.metadata.partition_merge import (
 )
 
 #: emit(event, topic_id, topic, partition, detail)
-Emit = Callable[[str, Uuid | None, str | None, int | None, dict[str, Any]], None]
+Emit = Callable[[str, Uuid | None, str | None, int | None, Mapping[str, Any]], None]
 
 
 @dataclass(slots=True)
@@ -132,9 +132,8 @@ class TopicsDelta:
         old = change.get(new.partition)
         change.changed[new.partition] = new
         if old is None:
-            emit(ev.PARTITION_ADDED, change.topic_id, change.name, new.partition, {
-                "replicas": list(new.replicas), "directories": list(map(str, new.directories)),
-            })
+            emit(ev.PARTITION_ADDED, change.topic_id, change.name, new.partition,
+                 ev.AssignmentDetail(new.replicas, new.directories))
         else:
             _emit_partition_diff(emit, change, old, new)
 

@@ -11,7 +11,7 @@ snapshot restating the same topic does not add it again (its offset within the s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from pipelines.plan.model import GcPlan
 
 EVENT_KEYS = ["cluster", "offset", "event", "topic_id", "partition"]
+LARGE_IMAGE_EVENTS = 100_000
+"""Above this many metadata events the ingest writes its tables one at a time, not in threads (driver memory)."""
 SNAPSHOT_EVENT_KEYS = ["cluster", "event", "topic_id", "partition", "detail"]
 
 
@@ -91,7 +93,9 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
 
     ``ingest_runs`` says ``running`` while the rows are written and gets the outcome last (``run_status``).
     """
-    from pipelines.metadata import event_rows, image_rows
+    import pyarrow.compute as pc
+
+    from pipelines.metadata import event_table, image_tables
 
     started = now_utc()
 
@@ -103,28 +107,36 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
             history = store.read_rows("metadata_events", {"cluster": config.cluster,
                                                           "event": ["topic_created", "topic_removed"]})
             loaded = loaded.with_events(removed_topic_events(history, loaded))
-        rows = image_rows(loaded.image, run_id=run_id, cluster=config.cluster, source=loaded.source)
-        writes: list[Callable[[], Any]] = [partial(store.overwrite_partition, table, {"run_id": run_id}, table_rows)
-                                           for table, table_rows in rows.items()]
-        events = event_rows(loaded.events, cluster=config.cluster, source=loaded.source, run_id=run_id)
-        from_snapshot = [bool((e.detail or {}).get("from_snapshot")) for e in loaded.events]
-        merges = []
-        for keys, snapshot in ((EVENT_KEYS, False), (SNAPSHOT_EVENT_KEYS, True)):
-            part = [row for row, flag in zip(events, from_snapshot, strict=True) if flag == snapshot]
-            if part:
-                merges.append(partial(store.merge, "metadata_events", part, keys=keys, update_columns=[]))
+        image = loaded.image
+        # Each write builds its Arrow rows itself and lets go of them once written. A large image's writes run one
+        # after the other, so one table's rows are alive at a time (633k partitions: ~150 MB of Arrow each).
+        threads = None if len(loaded.events) > LARGE_IMAGE_EVENTS else getattr(store, "spark", None)
+        counts: dict[str, Any] = {}
+
+        def write_image() -> None:
+            tables = image_tables(image, run_id=run_id, cluster=config.cluster, source=loaded.source)
+            counts.update({name.removeprefix("controller_"): rows.num_rows for name, rows in tables.items()})
+            run_writes([partial(store.overwrite_partition, name, {"run_id": run_id}, rows)
+                        for name, rows in tables.items()], spark=threads)
 
         def merge_events() -> None:  # both merges write metadata_events: one after the other
-            for merge in merges:
-                merge()
+            events = event_table(loaded.events, cluster=config.cluster, source=loaded.source, run_id=run_id)
+            counts["events"] = events.num_rows
+            # the key as JSON writes it: a string value holding it would have its quotes escaped
+            from_snapshot = pc.match_substring(events["detail"], '"from_snapshot": true')
+            snapshot_rows = pc.sum(from_snapshot).as_py() or 0
+            if snapshot_rows in (0, events.num_rows):  # all of one kind: no filtered copy of a large table
+                parts = [(SNAPSHOT_EVENT_KEYS if snapshot_rows else EVENT_KEYS, events)]
+            else:
+                parts = [(EVENT_KEYS, events.filter(pc.invert(from_snapshot))),
+                         (SNAPSHOT_EVENT_KEYS, events.filter(from_snapshot))]
+            for keys, part in parts:
+                if part.num_rows:
+                    store.merge("metadata_events", part, keys=keys, update_columns=[])
 
-        run_writes([*writes, merge_events], spark=getattr(store, "spark", None))
-        image = loaded.image
-        counts = {
-            "topics": len(rows["controller_topics"]), "partitions": len(rows["controller_partitions"]),
-            "brokers": len(rows["controller_brokers"]), "events": len(events), "metadata_offset": image.last_offset,
-            "complete": image.complete,
-        }
+        run_writes([write_image, merge_events], spark=threads)
+        counts = {**{k: counts[k] for k in ("topics", "partitions", "brokers", "events")},
+                  "metadata_offset": image.last_offset, "complete": image.complete}
         report = StepReport("ingest_metadata", counts)
         report.notes += [f"controller image incomplete: {r}" for r in image.incomplete_reasons]
         row = {"run_id": run_id, "cluster": config.cluster, "started_at": started, "finished_at": now_utc(),

@@ -42,6 +42,8 @@ __all__ = [
     "TableRef",
     "TableStore",
     "check_rows",
+    "conform_arrow",
+    "first_mismatch",
     "matches",
     "retry_on_conflict",
     "sql_literal",
@@ -182,6 +184,40 @@ def check_rows(schema: TableSchema, rows: Iterable[Mapping[str, Any]]) -> list[M
         if unknown:
             raise ValueError(f"{schema.name}: row {index} has unknown columns {sorted(unknown)}")
     return out
+
+
+def conform_arrow(name: str, schema: Any, rows: Any) -> Any:
+    """A ``pyarrow.Table`` with exactly ``schema``'s columns, in its order and types (missing columns NULL).
+
+    Raises:
+        ValueError: ``rows`` has a column the table does not have.
+    """
+    import pyarrow as pa
+
+    unknown = [n for n in rows.column_names if n not in schema.names]
+    if unknown:
+        raise ValueError(f"{name}: unknown columns {unknown}")
+    for column in schema.names:
+        if column not in rows.column_names:
+            rows = rows.append_column(column, pa.nulls(rows.num_rows, schema.field(column).type))
+    return rows.select(schema.names).cast(schema)
+
+
+def first_mismatch(rows: Any, where: Where) -> int | None:
+    """Index of the first row of the ``pyarrow.Table`` that does not satisfy ``where`` (:func:`matches`), or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ok = None
+    for column, value in where.items():
+        values = list(value) if isinstance(value, list | tuple | set | frozenset) else [value]
+        hit = pc.is_in(rows[column], value_set=pa.array(values, type=rows.schema.field(column).type),
+                       skip_nulls=False)
+        ok = hit if ok is None else pc.and_(ok, hit)
+    if ok is None:
+        return None
+    bad = pc.indices_nonzero(pc.invert(pc.fill_null(ok, False)))
+    return bad[0].as_py() if len(bad) else None
 
 
 def matches(row: Mapping[str, Any], where: Where) -> bool:

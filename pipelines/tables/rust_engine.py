@@ -22,7 +22,8 @@ from pipelines.tables.base import (
     TableStore,
     Where,
     check_rows,
-    matches,
+    conform_arrow,
+    first_mismatch,
     sql_literal,
     sql_predicate,
     table_name,
@@ -89,13 +90,7 @@ class RustTableStore(TableStore):
     def _to_arrow(self, table: TableRef, rows: Any) -> pa.Table:
         schema = self._arrow_schema(table)
         if isinstance(rows, pa.Table):
-            missing = [n for n in schema.names if n not in rows.column_names]
-            unknown = [n for n in rows.column_names if n not in schema.names]
-            if unknown:
-                raise ValueError(f"{table_name(table)}: unknown columns {unknown}")
-            for name in missing:
-                rows = rows.append_column(name, pa.nulls(rows.num_rows, schema.field(name).type))
-            return rows.select(schema.names).cast(schema)
+            return conform_arrow(table_name(table), schema, rows)
         declared = self.declared_schema(table) or _schema_from_arrow(table_name(table), schema)
         return pa.Table.from_pylist(check_rows(declared, rows), schema=schema)
 
@@ -138,9 +133,10 @@ class RustTableStore(TableStore):
             raise ValueError("overwrite_partition needs at least one predicate column")
         self.check_writer(table)
         data = self._to_arrow(table, rows)
-        for index, row in enumerate(data.select(list(predicate_columns)).to_pylist()):
-            if not matches(row, predicate_columns):
-                raise ValueError(f"{table_name(table)}: row {index} {row} does not match {predicate_columns}")
+        index = first_mismatch(data, predicate_columns)
+        if index is not None:
+            row = data.select(list(predicate_columns)).slice(index, 1).to_pylist()[0]
+            raise ValueError(f"{table_name(table)}: row {index} {row} does not match {predicate_columns}")
         predicate = sql_predicate(predicate_columns, "datafusion")
         self._retrying(
             lambda: write_deltalake(

@@ -15,6 +15,8 @@ from pipelines.tables.base import (
     TableStore,
     Where,
     check_rows,
+    conform_arrow,
+    first_mismatch,
     matches,
     sql_literal,
     sql_predicate,
@@ -94,9 +96,12 @@ class SparkTableStore(TableStore):
                     for f in schema.fields
                 ]
             )
-        if not isinstance(rows, list | tuple):  # pyarrow.Table (duck-typed to keep pyarrow optional here)
-            rows = rows.to_pylist()
         declared = self.declared_schema(table)
+        if not isinstance(rows, list | tuple):  # pyarrow.Table (duck-typed to keep pyarrow optional here)
+            if declared is not None:  # Arrow batches to the JVM: no Python object per value
+                return self.spark.createDataFrame(conform_arrow(table_name(table), declared.to_arrow(), rows),
+                                                  schema=schema)
+            rows = rows.to_pylist()
         if declared is not None:
             rows = check_rows(declared, rows)
         names = schema.fieldNames()
@@ -147,11 +152,12 @@ class SparkTableStore(TableStore):
         self.check_writer(table)
         from pyspark.sql import DataFrame
 
-        if not isinstance(rows, DataFrame):  # DataFrames are checked by Delta's replaceWhere constraint
-            rows = rows if isinstance(rows, list | tuple) else rows.to_pylist()
+        if isinstance(rows, list | tuple):  # DataFrames are checked by Delta's replaceWhere constraint
             for index, item in enumerate(rows):
                 if not matches(item, predicate_columns):
                     raise ValueError(f"{table_name(table)}: row {index} does not match {dict(predicate_columns)}")
+        elif not isinstance(rows, DataFrame) and (index := first_mismatch(rows, predicate_columns)) is not None:
+            raise ValueError(f"{table_name(table)}: row {index} does not match {dict(predicate_columns)}")
         df = self._to_df(table, rows)
         predicate = sql_predicate(predicate_columns, "spark")
         self._retrying(

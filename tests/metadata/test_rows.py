@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from datetime import timezone
+import pickle
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 from mdrecords import broker, config, did, entries, partition, tid, topic
 
+from pipelines.metadata import rows as rows_module
+from pipelines.metadata.events import marked_from_snapshot
 from pipelines.metadata.image import BROKER_RESOURCE
 from pipelines.metadata.loader import MetadataLoader
 from pipelines.metadata.rows import event_rows, image_rows
@@ -46,6 +49,30 @@ def test_event_rows() -> None:
     rows = event_rows(loader.events, cluster="c", source="s", run_id="r1")
     assert all(list(r) == list(ALL_TABLES["metadata_events"].column_names) for r in rows)
     created = next(r for r in rows if r["event"] == "topic_created")
-    assert created["timestamp"].tzinfo == timezone.utc and created["topic"] == "orders" and created["offset"] == 4
-    assert json.loads(next(r for r in rows if r["event"] == "partition_added")["detail"])["replicas"] == [1, 2]
+    created_ms = next(e for e in loader.events if e.event == "topic_created").timestamp_ms
+    assert created["timestamp"].utcoffset() == timedelta(0) and created["topic"] == "orders" and created["offset"] == 4
+    assert created["timestamp"] == datetime.fromtimestamp(created_ms / 1000, tz=timezone.utc)
+    added = json.loads(next(r for r in rows if r["event"] == "partition_added")["detail"])
+    assert added == {"replicas": [1, 2], "directories": [str(did(1)), str(did(2))]}
     pa.Table.from_pylist(rows, schema=ALL_TABLES["metadata_events"].to_arrow())
+
+
+def test_partition_added_detail_reads_as_the_dict_it_stands_for() -> None:
+    loader, _ = _load()
+    event = next(e for e in loader.events if e.event == "partition_added" and e.partition == 0)
+    as_dict = {"replicas": [1, 2], "directories": [str(did(1)), str(did(2))]}
+    assert event.detail == as_dict and as_dict == event.detail and dict(event.detail) == as_dict
+    assert event.detail.get("from_snapshot") is None
+    marked = marked_from_snapshot(event.detail)
+    assert dict(marked) == {**as_dict, "from_snapshot": True} and marked.get("from_snapshot") is True
+    assert pickle.loads(pickle.dumps(marked)) == marked
+
+
+def test_rows_are_the_same_whatever_the_chunk_size(monkeypatch) -> None:
+    loader, image = _load()
+    whole = image_rows(image, run_id="r1", cluster="c", source="s"), event_rows(loader.events, cluster="c",
+                                                                             source="s", run_id="r1")
+    monkeypatch.setattr(rows_module._Builder, "CHUNK", 2)
+    chunked = image_rows(image, run_id="r1", cluster="c", source="s"), event_rows(loader.events, cluster="c",
+                                                                               source="s", run_id="r1")
+    assert chunked == whole and len(whole[1]) > 2 and len(whole[0]["controller_partitions"]) == 2

@@ -125,6 +125,29 @@ class TestTableStoreContract:
             store.overwrite_partition(table, {"run_id": "r1"}, [row("r2", "x")])
         assert store.read_rows(table) == [row("r1", "a")]
 
+    def test_overwrite_partition_and_merge_take_arrow_tables(self, store: TableStore, table: TableSchema) -> None:
+        import pyarrow as pa
+
+        store.append(table, [row("r1", "old"), row("r2", "keep")])
+        fresh = [row("r1", "a", n=1, tags=["x"], at=T0), row("r1", "b", n=2)]
+        store.overwrite_partition(table, {"run_id": "r1"}, pa.Table.from_pylist(fresh, schema=table.to_arrow()))
+        assert by_key(store.read_rows(table)) == by_key([*fresh, row("r2", "keep")])
+        store.merge(table, pa.Table.from_pylist([{"run_id": "r1", "key": "c", "n": 3}]), keys=["run_id", "key"])
+        assert by_key(store.read_rows(table, {"run_id": "r1"})) == by_key([*fresh, row("r1", "c", n=3)])
+
+    def test_overwrite_partition_rejects_arrow_rows_outside_the_predicate(
+        self, store: TableStore, table: TableSchema
+    ) -> None:
+        import pyarrow as pa
+
+        store.append(table, [row("r1", "a")])
+        outside = pa.Table.from_pylist([row("r1", "b"), row("r1", "c"), row("r9", "d")], schema=table.to_arrow())
+        with pytest.raises(ValueError, match="row 2 .*does not match"):
+            store.overwrite_partition(table, {"run_id": "r1"}, outside)
+        with pytest.raises(ValueError, match="row 0 .*does not match"):
+            store.overwrite_partition(table, {"run_id": ["r2", "r3"]}, outside)
+        assert store.read_rows(table) == [row("r1", "a")]
+
     def test_merge_updates_matches_and_inserts_the_rest(self, store: TableStore, table: TableSchema) -> None:
         store.append(table, [row("r1", "a", n=1, ok=False), row("r1", "b", n=2)])
         counts = store.merge(table, [row("r1", "a", n=10, ok=True), row("r1", "c", n=3)], keys=["run_id", "key"])
