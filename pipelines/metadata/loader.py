@@ -55,11 +55,11 @@ class MetadataLoader:
     def __init__(self, image: MetadataImage = EMPTY, *, source: str = "", fault_handler: FaultHandler | None = None,
                  publisher: Publisher | None = None, max_delta_records: int = 1_000_000,
                  keep_partition_added: bool = True) -> None:
-        """``keep_partition_added=False``: the ``partition_added`` events of :meth:`replay_raw`'s hot path (a
-        PartitionRecord of a partition new to its delta, registered by :func:`pipelines.metadata.fold.adder`) are
-        counted in ``events_not_kept`` instead of kept in ``events``, for a caller that only counts events (``metadata
-        show``'s summary): on the bench's log 133k events, a third of the replay's instructions, are never made. The
-        image, every other event and the errors are the same."""
+        """``keep_partition_added=False``: the ``partition_added`` events of the hot path of :meth:`replay_raw` and
+        :meth:`load_snapshot_raw` (a PartitionRecord of a partition new to its delta, registered by
+        :func:`pipelines.metadata.fold.adder`) are counted in ``events_not_kept`` instead of kept in ``events``, for a
+        caller that only counts events (``metadata show``'s summary): on the bench's log 133k events, a third of the
+        replay's instructions, are never made. The image, every other event and the errors are the same."""
         self.image = image
         self.source = source
         self.fault_handler = fault_handler
@@ -103,6 +103,10 @@ class MetadataLoader:
         count = 0
         problems: list[str] = []
         replay = delta.replay
+        add, add_context = (None, None) if self.keep_partition_added else (adder(), ADD_CONTEXT)
+        fields_record = FieldsRecord
+        not_kept = 0
+        fast_last: tuple[int, int] | None = None  # (offset, time) of the last record, when add took it
         for offset, ts, _epoch, control, record, _base in items:
             if control:
                 kind = record.type_name
@@ -117,12 +121,22 @@ class MetadataLoader:
             if footer:
                 problems.append(f"record at offset {offset} after the SnapshotFooter")
             count += 1
-            replay(record, offset, header_ts)
+            if (add is not None and type(record) is fields_record and record[0] == _PARTITION
+                    and (changed := delta.changed_topics) is not None and add(add_context, changed, record[1])):
+                delta.records += 1  # a new partition: registered, its one partition_added event counted
+                not_kept += 1
+                fast_last = (offset, header_ts)
+            else:
+                replay(record, offset, header_ts)
+                fast_last = None
         if not footer:
             problems.append("snapshot has no SnapshotFooter (truncated or partial)")
         ts = -1 if header_ts is None else header_ts
         if problems:
             return SnapshotLoad(False, count, ts, tuple(problems))
+        if fast_last is not None:  # where replay would have left the delta: the events finish_snapshot emits
+            delta._offset, delta._timestamp_ms = fast_last
+        self.events_not_kept += not_kept
         delta.finish_snapshot()
         self._publish(delta, MetadataProvenance(self.source, last_offset, epoch, ts))
         self._last = self._committed = (last_offset, epoch, ts)

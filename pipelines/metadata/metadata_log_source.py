@@ -308,7 +308,7 @@ def load_metadata(url_or_path: str, storage_options: dict[str, Any] | None = Non
     same image, but the events of every record still on disk (what the executor dates garbage by).
 
     ``keep_partition_added=False`` (for a caller that only counts events, like ``metadata show``'s summary): the
-    ``partition_added`` events of new partitions replayed from segments are counted in ``events_not_kept`` instead
+    ``partition_added`` events of new partitions (of snapshots and segments) are counted in ``events_not_kept`` instead
     of kept in ``events`` (see :class:`MetadataLoader`); the image, the other events and the errors are the same.
 
     Raises:

@@ -220,7 +220,27 @@ def test_summary_replay_of_a_dir_with_a_snapshot_and_small_deltas(tmp_path: Path
     monkeypatch.setattr(loader_module.MetadataLoader.__init__, "__kwdefaults__",
                         {**loader_module.MetadataLoader.__init__.__kwdefaults__, "max_delta_records": 3})
     light, full = _both(tmp_path)
-    assert light.events_not_kept > 0
+    assert light.events_not_kept > 1  # the snapshot's partition and some of the log's
+    assert_same_but_partition_added(light, full)
+
+
+@pytest.mark.parametrize("last", ["partition", "topic"])
+def test_summary_replay_of_snapshots_alone_and_their_last_record(tmp_path: Path, last: str) -> None:
+    """A snapshot whose last record the hot path takes, or not: finish_snapshot's events are dated alike; an invalid
+    snapshot counts nothing."""
+    records = [feature("metadata.version", 21), broker(1, 1), topic("a", T1), partition(T1, 0, [1]),
+               partition(T1, 1, [1], dirs=[did(1)])]
+    if last == "topic":
+        records.append(topic("b", T2))
+    good = tmp_path / "00000000000000000009-0000000001.checkpoint"
+    good.write_bytes(encode_snapshot(records))
+    light, full = _both(good)
+    assert light.events_not_kept == 2
+    assert_same_but_partition_added(light, full)
+    bad = tmp_path / "00000000000000000012-0000000001.checkpoint"
+    bad.write_bytes(encode_snapshot(records)[:-30])  # truncated: no footer, falls back to the good one
+    light, full = _both(tmp_path)
+    assert light.events_not_kept == 2
     assert_same_but_partition_added(light, full)
 
 
@@ -248,3 +268,25 @@ def test_summary_replay_of_every_real_metadata_log() -> None:
         assert_same_but_partition_added(*_both(directory))
         for segment in sorted(directory.glob("*.log")):
             assert_same_but_partition_added(*_both(segment))
+
+
+def test_a_second_snapshot_dates_its_removals_alike_when_its_last_record_took_the_hot_path(tmp_path: Path) -> None:
+    """finish_snapshot's topic_removed and broker_unregistered events carry the offset and time of the snapshot's last
+    record, also when that record was a new partition registered without the ordinary replay."""
+    from pipelines.kafka.metadata_log import iter_metadata_log
+    from pipelines.metadata.loader import MetadataLoader
+
+    first = tmp_path / "a.checkpoint"
+    first.write_bytes(encode_snapshot([broker(1, 1), topic("a", T1), partition(T1, 0, [1])], timestamp_ms=10))
+    second = tmp_path / "b.checkpoint"
+    second.write_bytes(encode_snapshot([broker(2, 1), topic("b", T2), partition(T2, 0, [2])], timestamp_ms=20))
+    outcomes = []
+    for keep in (True, False):
+        loader = MetadataLoader(keep_partition_added=keep)
+        for path, end in ((first, 5), (second, 10)):
+            assert loader.load_snapshot(iter_metadata_log(path), last_offset=end - 1, epoch=1).ok
+        image = loader.finish()
+        removals = [e for e in loader.events if e.event in (ev.TOPIC_REMOVED, ev.BROKER_UNREGISTERED)]
+        assert len(removals) == 2
+        outcomes.append((image, removals, len(loader.events) + loader.events_not_kept))
+    assert outcomes[0] == outcomes[1]
