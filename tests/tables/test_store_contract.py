@@ -142,9 +142,9 @@ class TestTableStoreContract:
 
         store.append(table, [row("r1", "a")])
         outside = pa.Table.from_pylist([row("r1", "b"), row("r1", "c"), row("r9", "d")], schema=table.to_arrow())
-        with pytest.raises(ValueError, match="row 2 .*does not match"):
+        with pytest.raises(ValueError, match=r"row 2 .*does not match"):
             store.overwrite_partition(table, {"run_id": "r1"}, outside)
-        with pytest.raises(ValueError, match="row 0 .*does not match"):
+        with pytest.raises(ValueError, match=r"row 0 .*does not match"):
             store.overwrite_partition(table, {"run_id": ["r2", "r3"]}, outside)
         assert store.read_rows(table) == [row("r1", "a")]
 
