@@ -42,3 +42,9 @@ def test_delta_coordinates_match_the_installed_pyspark_and_delta_spark() -> None
 @pytest.mark.parametrize(("master", "cores"), [("local[2]", 2), ("local[1]", 1), ("local", 1)])
 def test_local_shuffle_partitions_are_twice_the_cores(master: str, cores: int) -> None:
     assert spark_session._local_defaults(master)["spark.sql.shuffle.partitions"] == str(2 * cores)
+
+
+def test_local_sessions_run_without_adaptive_execution() -> None:
+    """A local session runs each query's shuffles and broadcasts in one job (AQE makes each one a job of its own)."""
+    assert spark_session._local_defaults("local[2]")["spark.sql.adaptive.enabled"] == "false"
+    assert spark_session._COMMON_DEFAULTS["spark.sql.adaptive.enabled"] == "true"  # a cluster's session keeps it
