@@ -7,8 +7,8 @@ million files over two log dirs still keeps every core busy. Tasks emit ``(table
 table's DataFrame is built from them with the schema's ``to_spark()``.
 
 Driver memory stays flat: rows never come to the driver. The driver receives only counts and sums (for the
-``crawl_runs`` row) and the number of chunks. The records are persisted (memory and disk) so writing the four
-DataFrames does not list the log dirs again; call ``CrawlFrames.unpersist()`` when done.
+``crawl_runs`` row), the number of chunks and the log dirs' cluster ids. The records are persisted (memory and
+disk) so writing the four DataFrames does not list the log dirs again; call ``CrawlFrames.unpersist()`` when done.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ _COLUMNS = {name: t.column_names for name, t in _TABLES.items()}
 _CHUNK = "chunk"
 _BYTES = "chunk_bytes"
 _CODE_PATH = "code_path"  # one record per task: did it run the compiled speed-ups
+_CLUSTER_ID = "cluster_id"  # summary key per distinct meta.properties cluster.id of the log dirs
 MAX_CHUNK_PARTITIONS = 10_000
 ROOT_TASKS_PER_CORE = 4
 
@@ -54,6 +55,8 @@ class CrawlFrames:
     segment_files: DataFrame
     errors: DataFrame
     run_row: dict[str, Any]
+    #: the distinct ``meta_cluster_id`` values of the ``log_dirs`` rows (sorted), known without reading them back
+    cluster_ids: tuple[str, ...] = ()
     _persisted: tuple[Any, ...] = ()
 
     def unpersist(self) -> None:
@@ -96,8 +99,9 @@ def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 
 def _summary(records: RDD[Any]) -> dict[str, int]:
-    """Counts per table, partition-dir files and bytes, tasks per code path, chunks handed out: the only data
-    brought to the driver, in one job."""
+    """Counts per table, partition-dir files and bytes, tasks per code path, the log dirs' cluster ids, chunks
+    handed out: the only data brought to the driver, in one job."""
+    cluster_id_at = _COLUMNS["log_dirs"].index("meta_cluster_id")
 
     def one(r: Any) -> dict[str, int]:
         tag, row = r
@@ -105,6 +109,8 @@ def _summary(records: RDD[Any]) -> dict[str, int]:
         if tag == "partition_dirs":
             out["files"] = row[_COLUMNS["partition_dirs"].index("files")] or 0
             out["bytes"] = row[_COLUMNS["partition_dirs"].index("bytes")] or 0
+        elif tag == "log_dirs" and row[cluster_id_at] is not None:
+            out[f"{_CLUSTER_ID}:{row[cluster_id_at]}"] = 1
         return out
 
     return records.filter(lambda r: r[0] in _TABLES or r[0] in (_CODE_PATH, _CHUNK)).map(one).fold({}, _add)
@@ -171,5 +177,6 @@ def crawl(
         segment_files=_frame(spark, records, "segment_files"),
         errors=_frame(spark, records, "crawl_errors"),
         run_row=row,
+        cluster_ids=tuple(sorted(k.partition(":")[2] for k in counts if k.startswith(f"{_CLUSTER_ID}:"))),
         _persisted=persisted,
     )

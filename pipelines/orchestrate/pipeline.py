@@ -104,7 +104,8 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         findings = detected.frames["findings"]
         try:
             _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
-                                                      now=now, known=known, findings=findings))
+                                                      now=now, known=known, findings=findings,
+                                                      cluster_ids=crawled.frames["cluster_ids"]))
         finally:
             findings.unpersist()
     except Exception as exc:

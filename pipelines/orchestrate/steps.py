@@ -65,10 +65,12 @@ def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id
     from pipelines.crawl.spark_crawl import crawl
 
     run = {"run_id": run_id}
+    cluster_ids: list[str] = []
 
     def body() -> tuple[dict[str, Any], dict[str, Any]]:
         frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster,
                        include_segments=include_segments)
+        cluster_ids.extend(frames.cluster_ids)
         tables = [("log_dirs", frames.log_dirs), ("partition_dirs", frames.partition_dirs),
                   ("crawl_errors", frames.errors)]
         if include_segments:
@@ -84,7 +86,7 @@ def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id
                       code_path=None)
     row = tracked(store, "crawl_runs", running, body)
     keys = ("status", "log_dirs", "partition_dirs", "files", "bytes", "errors", "code_path")
-    return StepReport("crawl", {k: row[k] for k in keys})
+    return StepReport("crawl", {k: row[k] for k in keys}, frames={"cluster_ids": tuple(cluster_ids)})
 
 
 def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
@@ -202,13 +204,15 @@ def plan_store(config: AppConfig) -> TableStore:
     return warehouse_store(config.warehouse, config.warehouse_storage_options)
 
 
-def plan_inputs(spark: SparkSession, store: TableStore, run_id: str,
-                findings: Any = None) -> tuple[Iterator[Any], Iterator[Any], str | None]:
+def plan_inputs(spark: SparkSession, store: TableStore, run_id: str, findings: Any = None,
+                cluster_ids: tuple[str, ...] | None = None) -> tuple[Iterator[Any], Iterator[Any], str | None]:
     """The findings ``emit_plan`` needs, streamed to the driver: the live rows of the (broker, topic, partition)s
     that have plannable rows (the JBOD rules compare candidates with them; read first, small facts kept), then the
     plannable rows themselves (each re-checked as it arrives, never all held); and the one cluster.id the crawl saw.
 
     ``findings``: the run's findings as the detect step of this process kept them, else read from the table.
+    ``cluster_ids``: the distinct cluster ids of the run's ``log_dirs`` as the crawl of this process saw them
+    (``crawl_step``'s ``frames["cluster_ids"]``), else read from the table.
     """
     from pyspark.sql import functions as F
 
@@ -217,19 +221,23 @@ def plan_inputs(spark: SparkSession, store: TableStore, run_id: str,
     candidates = findings.where(F.col("plannable"))
     keys = candidates.select("broker_id", "topic", "partition").distinct()
     live = findings.where(F.col("kind") == "live").join(keys, ["broker_id", "topic", "partition"], "left_semi")
-    ids = [r[0] for r in store.read("log_dirs").where(F.col("run_id") == run_id)
-           .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().limit(2).collect()]
+    if cluster_ids is None:
+        ids = [r[0] for r in store.read("log_dirs").where(F.col("run_id") == run_id)
+               .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().limit(2).collect()]
+    else:
+        ids = list(dict.fromkeys(cluster_ids))[:2]
     return live.toLocalIterator(), candidates.toLocalIterator(), ids[0] if len(ids) == 1 else None
 
 
 def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *, created_by: str,
               view: ControllerView | None = None, now: datetime | None = None, known: Statuses | None = None,
-              findings: Any = None) -> tuple[StepReport, GcPlan | None]:
+              findings: Any = None, cluster_ids: tuple[str, ...] | None = None) -> tuple[StepReport, GcPlan | None]:
     """Plannable findings → a GC plan, each item re-checked in plain Python against the controller image.
 
     The findings are read with ``store`` (Spark), or taken from ``findings`` (the detect step's cache of the rows it
     wrote); the plan is registered with delta-rs, the engine that writes the plan tables
-    (``pipelines.tables.ownership``). A run with nothing plannable writes no plan. ``known`` as in ``detect_step``.
+    (``pipelines.tables.ownership``). A run with nothing plannable writes no plan. ``known`` as in ``detect_step``,
+    ``cluster_ids`` as in ``plan_inputs``.
 
     Raises:
         StepRefused: the run's crawl or ingest did not succeed.
@@ -240,7 +248,7 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
 
     require_predecessors(store, run_id, "plan", known)
     view = view or load_controller_view(config.metadata)
-    live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings)
+    live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings, cluster_ids)
     out_dir = plans_dir(config)
     plan = emit_plan(candidates, view.image, live_rows=live, cluster=config.cluster, run_id=run_id,
                      created_by=created_by, policy=config.policy, out_dir=out_dir, config=config.detect, now=now,

@@ -45,6 +45,8 @@ def test_spark_crawl_equals_local_crawl_with_and_without_fanout(spark, brokers: 
             _same(spark, frames.errors, expected.errors, CRAWL_ERRORS)
             for key in ("status", "log_dirs", "partition_dirs", "files", "bytes", "errors", "source", "brokers"):
                 assert frames.run_row[key] == expected.run_row[key], key
+            # the plan step takes the cluster id from here instead of reading log_dirs back
+            assert frames.cluster_ids == tuple(sorted({r["meta_cluster_id"] for r in expected.log_dirs} - {None}))
         finally:
             frames.unpersist()
 
