@@ -12,6 +12,7 @@ from typing import Any
 from pipelines.config.models import AppConfig
 from pipelines.deploy.executor_check import as_missing_module, check_executors, crawl_modules
 from pipelines.errors import StorageUnavailable
+from pipelines.orchestrate.driver_stopped import as_driver_stopped
 from pipelines.orchestrate.fleet import with_fleet
 from pipelines.orchestrate.run_status import SUCCEEDED, Statuses
 from pipelines.orchestrate.steps import (
@@ -109,6 +110,9 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         finally:
             findings.unpersist()
     except Exception as exc:
+        stopped = as_driver_stopped(exc, spark, spark_log)
+        if stopped is not None:  # nothing can be written without the JVM: crawl_runs keeps "running" (not succeeded)
+            raise stopped from None
         progress(f"run {run_id} failed; marking it failed in crawl_runs")
         mark_run_failed(store, run_id, progress)
         if is_transient(exc):
