@@ -58,6 +58,21 @@ _TUPLE_OR_NONE = (tuple, type(None))
 _INT_OR_NONE = (int, type(None))
 
 
+def _record_of_changed_topic(changed: dict[Any, Any], fields: Any, topic_key: str, partition_key: str,
+                             keys: tuple[str, ...]) -> tuple[Any, Any, tuple] | None:
+    """``(topic change, partition, the values of keys)`` of a record whose topic ``changed`` holds; None for anything
+    but an exact dict with every key, or a topic the delta has not touched."""
+    if type(fields) is not dict:
+        return None
+    try:
+        change = changed.get(fields[topic_key])
+        if change is None:
+            return None
+        return change, fields[partition_key], tuple(fields[k] for k in keys)
+    except (KeyError, TypeError):
+        return None
+
+
 def fold_pending(context: tuple, changed: dict[Any, Any], fields: Mapping[str, Any]) -> bool:
     """Fold ``fields`` into ``changed[topic id].pending[partition]`` (made when absent) and return True, or return False
     and touch nothing.
@@ -65,17 +80,10 @@ def fold_pending(context: tuple, changed: dict[Any, Any], fields: Mapping[str, A
     Takes only what the decoder produces (an exact dict; None, tuples and ints as values): the compiled twin declines
     the same records, so both leave the same state.
     """
-    topic_key, partition_key, keys = context[0], context[1], context[2]
-    if type(fields) is not dict:
+    found = _record_of_changed_topic(changed, fields, context[0], context[1], context[2])
+    if found is None:
         return False
-    try:
-        change = changed.get(fields[topic_key])
-        if change is None:
-            return False
-        partition = fields[partition_key]
-        values = tuple(fields[k] for k in keys)
-    except (KeyError, TypeError):
-        return False
+    change, partition, values = found
     replicas, dirs, isr, removing, adding, elr, last_known_elr, leader, recovery = values
     if (
         replicas is not None or dirs is not None or removing is not None or adding is not None
@@ -119,16 +127,10 @@ def add_partition(context: tuple, changed: dict[Any, Any], fields: Mapping[str, 
     change knows (pending, changed or in its base: its events differ), or directories that do not fit the replicas
     (an error the ordinary replay reports)."""
     topic_key, partition_key, keys, pending_attr, changed_attr, base_attr, new_partition, migrating = context
-    if type(fields) is not dict:
+    found = _record_of_changed_topic(changed, fields, topic_key, partition_key, keys)
+    if found is None:
         return False
-    try:
-        change = changed.get(fields[topic_key])
-        if change is None:
-            return False
-        partition = fields[partition_key]
-        values = tuple(fields[k] for k in keys)
-    except (KeyError, TypeError):
-        return False
+    change, partition, values = found
     replicas, dirs, isr, removing, adding, leader, leader_epoch, partition_epoch, recovery, elr, last_known_elr = values
     if (
         type(partition) is not int or type(replicas) is not tuple
