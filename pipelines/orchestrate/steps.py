@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from pipelines.plan.model import GcPlan
 
 EVENT_KEYS = ["cluster", "offset", "event", "topic_id", "partition"]
+SNAPSHOT_EVENT_KEYS = ["cluster", "event", "topic_id", "partition", "detail"]
 LARGE_IMAGE_EVENTS = 100_000
 """Above this many metadata events the ingest writes its tables one at a time, not in threads (driver memory)."""
-SNAPSHOT_EVENT_KEYS = ["cluster", "event", "topic_id", "partition", "detail"]
 
 
 def new_run_id(now: datetime | None = None) -> str:
