@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from pipelines.metadata.events import MetadataEvent
@@ -21,12 +20,6 @@ if TYPE_CHECKING:
 
 #: Broker-level name of the topic config ``file.delete.delay.ms`` (ServerTopicConfigSynonyms).
 DELETE_DELAY_KEY = "log.segment.delete.delay.ms"
-
-
-def ms_to_datetime(ms: int | None) -> datetime | None:
-    if ms is None or ms < 0:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
 def _micros(ms: int | None) -> int | None:
