@@ -253,10 +253,12 @@ def generate(work: Path, dirs: int) -> Path:
 
 
 class _StepTimes:
-    """A progress reporter that keeps each step's seconds."""
+    """A progress reporter that keeps each step's seconds and the driver's peak RSS when it ended (the step whose
+    figure first reaches the process's peak is the one that set it)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.peak_rss_mib: dict[str, int] = {}
 
     def step_started(self, step: str, index: int, total: int) -> None:
         print(f"  {step} ...", file=sys.stderr, flush=True)
@@ -266,7 +268,9 @@ class _StepTimes:
 
     def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None:
         self.seconds[step] = seconds
-        print(f"  {step}: {seconds:.1f}s ({summary})", file=sys.stderr, flush=True)
+        self.peak_rss_mib[step] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        print(f"  {step}: {seconds:.1f}s, driver Python peak so far {self.peak_rss_mib[step]} MiB ({summary})",
+              file=sys.stderr, flush=True)
 
     def step_abandoned(self, step: str) -> None:
         pass
@@ -311,6 +315,7 @@ def run_one(work: Path, dirs: int) -> dict:
         "driver_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "driver_jvm_heap_mib": round(heap_mib), "driver_jvm_rss_mib": round(jvm_rss_mib),
         "steps_s": {k: round(v, 1) for k, v in times.seconds.items()},
+        "steps_peak_rss_mib": times.peak_rss_mib,
         "s_per_1k_dirs": round(1000 * wall / dirs, 3),
         "crawled_dirs": steps["crawl"]["partition_dirs"], "plan_items": steps["plan"]["items"],
         "topics": steps["ingest_metadata"]["topics"],
