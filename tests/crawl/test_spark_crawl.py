@@ -63,3 +63,18 @@ def test_crawl_job_rerun_replaces_the_run(spark, brokers: list[Broker], tmp_path
         frames.unpersist()
     assert store.read("partition_dirs").count() == frames.run_row["partition_dirs"]
     assert store.read("crawl_runs").count() == 1
+
+
+def test_tables_read_the_cached_records_not_python(spark, brokers: list[Broker]) -> None:  # type: ignore[no-untyped-def]
+    """The crawl tasks run once: every table's DataFrame (and the summary) reads the records Spark cached, so
+    writing three tables does not send the rows through Python three more times."""
+    from pipelines.crawl.spark_crawl import crawl
+
+    frames = crawl(spark, brokers, run_id="r", cluster="c")
+    try:
+        for df in (frames.log_dirs, frames.partition_dirs, frames.errors):
+            plan = df._jdf.queryExecution().withCachedData().toString()
+            assert "InMemoryRelation" in plan, plan
+            assert "LogicalRDD" not in plan.split("InMemoryRelation")[0], plan
+    finally:
+        frames.unpersist()
