@@ -285,47 +285,82 @@ def _event_clocks(events: DataFrame) -> tuple[DataFrame, DataFrame]:
     return per_topic, per_partition
 
 
+_KEY = "_k"
+"""The partition key every partition-sized join shares: the dir's topic id, else the id the controller has for its
+topic name (``controller_topic_id``)."""
+
+
+def _live_copies(pd: DataFrame) -> DataFrame:
+    """``copy_dir_ids`` (directory ids) and ``copy_count`` (log dirs) of the live copies of a dir's replica on its
+    broker: a window over (topic id, partition, broker), so the dirs are not shuffled for it; null for a dir whose
+    replica has no live copy or that has no topic id (as a join of the live copies on the topic id would give)."""
+    from pyspark.sql import Window
+
+    live = ((col("kind") == "live") & col("topic_id").isNotNull()
+            & (col("partition_metadata_status").isNull() | (col("partition_metadata_status") == PM_OK)))
+    w = Window.partitionBy(_KEY, "partition", "broker_id")
+    has = col("topic_id").isNotNull() & (F.count(F.when(live, F.lit(1))).over(w) > 0)
+    return pd.withColumns({
+        "copy_dir_ids": F.when(has, F.collect_set(F.when(live, col("directory_id"))).over(w)),
+        "copy_count": F.when(has, F.size(F.collect_set(F.when(live, col("log_dir"))).over(w))),
+    })
+
+
+def _by_key(df: DataFrame, by_id: dict[str, str], by_name: dict[str, str]) -> DataFrame:
+    """Columns of a join on (``_KEY``, partition): ``by_id`` (source: name) hold for a dir with a topic id (null
+    without one), ``by_name`` for a dir without (what a join on ``controller_topic_id`` gives)."""
+    has_id = col("topic_id").isNotNull()
+    return df.withColumns({
+        **{name: F.when(has_id, col(source)) for source, name in by_id.items()},
+        **{name: F.when(~has_id, col(source)) for source, name in by_name.items()},
+    }).drop(*(set(by_id) | set(by_name)) - set(by_id.values()) - set(by_name.values()))
+
+
 def _joined(
     partition_dirs: DataFrame, controller_topics: DataFrame, controller_partitions: DataFrame,
     controller_brokers: DataFrame, metadata_events: DataFrame, log_dirs: DataFrame,
 ) -> DataFrame:
+    """Every dir with what the controller and the event history say of it.
+
+    The dirs are shuffled once, by (``_KEY``, partition): the live copies (a window), the partition registrations
+    and the per-partition event times all join on that key, by the dir's topic id and, for a dir without one, by
+    its topic name's id. Everything of a topic's or a broker's size is broadcast.
+    """
     b = F.broadcast
     ld = log_dirs.select("broker_id", "log_dir", "directory_id").dropDuplicates(["broker_id", "log_dir"])
-    pd = partition_dirs.join(b(ld), ["broker_id", "log_dir"], "left")
-
-    live = pd.filter((col("kind") == "live") & col("topic_id").isNotNull()
-                     & (col("partition_metadata_status").isNull() | (col("partition_metadata_status") == PM_OK)))
-    copies = live.groupBy("broker_id", "topic_id", "partition").agg(
-        F.collect_set("directory_id").alias("copy_dir_ids"),
-        F.countDistinct("log_dir").alias("copy_count"),
-    )
     by_id = controller_topics.select(col("topic_id"), col("topic").alias("c_name"), "partition_count",
                                      col("deletion_queued_at").alias("c_deletion_queued_at"))
     by_name = controller_topics.select(col("topic"), col("topic_id").alias("controller_topic_id"),
                                        col("topic_id").isNull().alias("c_no_id"))
+    pd = (partition_dirs.join(b(ld), ["broker_id", "log_dir"], "left")
+          .join(b(by_name), ["topic"], "left")
+          .withColumn(_KEY, F.coalesce(col("topic_id"), col("controller_topic_id")))
+          .repartition(_KEY, "partition"))
     per_topic_replicas = controller_partitions.where(col("topic_id").isNotNull()).groupBy("topic_id").agg(
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("replicas")))).alias("t_replicas"),
         (F.max(F.size("adding_replicas") + F.size("removing_replicas")) > 0).alias("t_reassigning"))
     registered = controller_brokers.agg(F.collect_set("broker_id").alias("_registered"))
     parts = controller_partitions.select(
-        "topic_id", "partition", col("partition").alias("p_partition"), "replicas", "adding_replicas",
-        "removing_replicas", "directories")
+        col("topic_id").alias(_KEY), "partition", col("partition").alias("_p_partition"),
+        col("replicas").alias("_replicas"), col("adding_replicas").alias("_adding_replicas"),
+        col("removing_replicas").alias("_removing_replicas"), col("directories").alias("_directories"))
     brokers = controller_brokers.select(
         "broker_id", col("log_dirs").alias("b_log_dirs"), col("file_delete_delay_ms").alias("b_delete_delay_ms"))
     per_topic, per_partition = _event_clocks(metadata_events)
     created = per_topic.select(col("topic_id").alias("controller_topic_id"), "ev_created_ts", "ev_created_off")
+    per_partition = per_partition.select(col("topic_id").alias(_KEY), "partition", col("ev_pl_ts").alias("_ev_pl_ts"),
+                                         col("ev_pl_off").alias("_ev_pl_off"))
 
-    parts_by_name = controller_partitions.select(
-        col("topic_id").alias("controller_topic_id"), "partition", col("replicas").alias("n_replicas"),
-        col("adding_replicas").alias("n_adding_replicas"))
-    df = (pd.join(copies, ["broker_id", "topic_id", "partition"], "left")
-          .join(b(by_id), ["topic_id"], "left")
-          .join(b(by_name), ["topic"], "left")
-          .join(parts, ["topic_id", "partition"], "left")
-          .join(parts_by_name, ["controller_topic_id", "partition"], "left")
+    df = (_live_copies(pd)
+          .join(parts, [_KEY, "partition"], "left")
+          .join(per_partition, [_KEY, "partition"], "left"))
+    df = _by_key(df, {"_p_partition": "p_partition", "_replicas": "replicas", "_adding_replicas": "adding_replicas",
+                      "_removing_replicas": "removing_replicas", "_directories": "directories",
+                      "_ev_pl_ts": "ev_pl_ts", "_ev_pl_off": "ev_pl_off"},
+                 {"_replicas": "n_replicas", "_adding_replicas": "n_adding_replicas"})
+    df = (df.join(b(by_id), ["topic_id"], "left")
           .join(b(brokers), ["broker_id"], "left")
           .join(b(per_topic.drop("ev_created_ts", "ev_created_off")), ["topic_id"], "left")
-          .join(per_partition, ["topic_id", "partition"], "left")
           .join(b(created), ["controller_topic_id"], "left")
           .join(b(per_topic_replicas), ["topic_id"], "left"))
     df = df.crossJoin(b(_image_meta(controller_topics, controller_partitions, controller_brokers)))

@@ -146,3 +146,31 @@ def test_no_controller_rows_means_an_incomplete_image(spark) -> None:
 
     [row] = detect(spark, **dfs, config=CONFIG, now=NOW + timedelta(days=30)).collect()
     assert (row["class"], row.plannable) == ("unknown", False)
+
+
+def _exchanges_above(plan: str, marker: str) -> int:
+    """Exchange nodes on the way from the plan's root to the one leaf whose line holds ``marker``."""
+    lines = plan.splitlines()
+
+    def depth(line: str) -> int:
+        return len(line) - len(line.lstrip(" :+-|"))
+
+    [at] = [i for i, line in enumerate(lines) if marker in line and "Scan" in line]
+    count, level = 0, depth(lines[at])
+    for line in reversed(lines[:at]):
+        if depth(line) < level:
+            level = depth(line)
+            count += "Exchange" in line.split("[")[0]
+    return count
+
+
+def test_dirs_are_shuffled_once(spark) -> None:
+    """Live copies, partition registrations and per-partition event times all join the dirs on one key: with no
+    join broadcast by size, the dirs pass through exactly one exchange (they were shuffled once per join)."""
+    before = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        plan = run(spark, mixed_cluster())._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", before)
+    assert _exchanges_above(plan, "fingerprint#") == 1, plan
