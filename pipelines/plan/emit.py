@@ -73,6 +73,10 @@ def select_candidates(rows: Iterable[Any]) -> tuple[list[dict[str, Any]], list[D
     return candidates, live
 
 
+#: Item fields whose values repeat across a plan (log dirs, classes, a topic's partitions): one object per value.
+_REPEATED_FIELDS = ("log_dir", "topic", "topic_id", "class", "directory_id", "reason")
+
+
 def _utc(ts: datetime) -> datetime:
     return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts
 
@@ -104,10 +108,12 @@ def _check_candidate(row: Mapping[str, Any], image: MetadataImage, *, run_id: st
     return got, None
 
 
-def _write(fs: Any, path: str, text: str) -> None:
+def _write(fs: Any, path: str, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its chunks, as they come) to a temporary name, then move it into place."""
     tmp = path + ".tmp"
     with fs.open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+        for chunk in (text,) if isinstance(text, str) else text:
+            f.write(chunk)
     fs.mv(tmp, path)
 
 
@@ -151,6 +157,7 @@ def emit_plan(
     copies = live_copies(live)
     refused: list[Disagreement] = []
     items: list[PlanItem] = []
+    shared: dict[Any, Any] = {}
     n_candidates = 0
     for row in stream:
         if not n_candidates and not image.complete:
@@ -163,13 +170,16 @@ def emit_plan(
             refused.append(Disagreement(int(row["broker_id"]), row["log_dir"], row["dir_name"], row.get("class", ""),
                                         got, problem))
             continue
-        items.append(PlanItem.model_validate({
+        fields = {
             "item_id": item_id_for(row["broker_id"], row["log_dir"], row["dir_name"], row["fingerprint"]),
             "broker_id": row["broker_id"], "log_dir": row["log_dir"], "dir_name": row["dir_name"],
             "topic": row.get("topic"), "partition": row.get("partition"), "topic_id": row.get("topic_id"),
             "class": row["class"], "bytes": row.get("bytes") or 0, "fingerprint": row["fingerprint"],
             "directory_id": row.get("directory_id"), "reason": row.get("reason") or "",
-        }))
+        }
+        for name in _REPEATED_FIELDS:  # each row brings its own copy of these: keep one
+            fields[name] = shared.setdefault(fields[name], fields[name])
+        items.append(PlanItem.model_validate(fields))
     if refused:
         report = f"{stamp}-rejected"
         body = {"cluster": cluster, "run_id": run_id, "metadata_offset": image.last_offset,
@@ -186,7 +196,7 @@ def emit_plan(
         expires_at=now + timedelta(milliseconds=policy.plan_expiry_ms), items=tuple(items),
     ).with_hash()
     rules.check_plan(plan, policy, detect_grace_ms=config.grace_ms)
-    _write(fs, f"{root}/{plan.plan_id}.json", plan.to_json())
+    _write(fs, f"{root}/{plan.plan_id}.json", plan.iter_json())
     _write(fs, f"{root}/{plan.plan_id}.md", render_plan(plan))
     return plan
 

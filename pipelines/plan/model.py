@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 PLAN_FORMAT_VERSION = 1
 
@@ -70,20 +72,66 @@ class GcPlan(_Frozen):
         return self.model_copy(update={"content_hash": compute_content_hash(self)})
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, sort_keys=True)
+        """The plan file's text: ``json.dumps(model_dump(mode="json"), indent=2, sort_keys=True)``."""
+        return "".join(self.iter_json())
+
+    def iter_json(self) -> Iterator[str]:
+        """:meth:`to_json` in chunks, one item at a time (a 100k-item plan is never one dict or one string)."""
+        return _iter_document(self, self.items, indent=True)
 
     @classmethod
     def from_json(cls, text: str) -> GcPlan:
         return cls.model_validate_json(text)
 
 
-def _hashed_content(plan: GcPlan) -> dict[str, Any]:
-    body = plan.model_dump(mode="json", by_alias=True, exclude={"content_hash"})
-    body["items"] = sorted(body["items"], key=lambda i: i["item_id"])
-    return body
+_ITEMS = TypeAdapter(list[PlanItem])
+#: Items serialised per chunk: one ``json.dumps`` call per batch, not per item (the encoder's set-up dominates).
+_BATCH = 1024
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_INDENTED = json.JSONEncoder(sort_keys=True, indent=2)
+
+
+def _iter_document(plan: GcPlan, items: Iterable[PlanItem], *, indent: bool,
+                   exclude: frozenset[str] = frozenset()) -> Iterator[str]:
+    """The JSON of ``plan`` in chunks, exactly as ``json.dumps(..., sort_keys=True)`` writes the whole document:
+    with ``indent=2`` (``indent``), else compact (``separators=(",", ":")``); its items a batch at a time."""
+    encoder = _INDENTED if indent else _COMPACT
+
+    def dump(value: Any) -> str:  # a top-level value, written one level deep
+        return encoder.encode(value).replace("\n", "\n  ")
+
+    def dump_items(batch: list[PlanItem]) -> str:  # the items of a list, without its brackets, two levels deep
+        text = encoder.encode(_ITEMS.dump_python(batch, mode="json", by_alias=True))
+        return "\n  " + text[2:-2].replace("\n", "\n  ") if indent else text[1:-1]
+
+    key_pad, colon = ("\n  ", ": ") if indent else ("", ":")
+    head = plan.model_dump(mode="json", by_alias=True, exclude={"items", *exclude})
+    yield "{"
+    for n, key in enumerate(sorted([*head, "items"])):
+        yield ("," if n else "") + key_pad + json.dumps(key) + colon
+        if key != "items":
+            yield dump(head[key])
+            continue
+        written = False
+        iterator = iter(items)
+        while batch := list(islice(iterator, _BATCH)):
+            yield ("," if written else "[") + dump_items(batch)
+            written = True
+        yield key_pad + "]" if written else "[]"
+    yield ("\n" if indent else "") + "}"
+
+
+def iter_canonical_json(plan: GcPlan) -> Iterator[str]:
+    """The text :func:`compute_content_hash` hashes, in chunks: the canonical JSON (keys sorted, no spaces) of the
+    plan without ``content_hash``, its items in ``item_id`` order."""
+    return _iter_document(plan, sorted(plan.items, key=lambda i: i.item_id), indent=False,
+                          exclude=frozenset({"content_hash"}))
 
 
 def compute_content_hash(plan: GcPlan) -> str:
-    """sha256 of the canonical JSON of everything but the hash itself (items in item_id order)."""
-    canonical = json.dumps(_hashed_content(plan), sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    """sha256 of the canonical JSON of everything but the hash itself (items in item_id order), hashed as it is
+    written (:func:`iter_canonical_json`)."""
+    digest = hashlib.sha256()
+    for chunk in iter_canonical_json(plan):
+        digest.update(chunk.encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
