@@ -370,8 +370,10 @@ class TableStore(ABC):
         where: Where | None = None,
         version: int | None = None,
         timestamp: datetime | str | None = None,
+        columns: Sequence[str] | None = None,
     ) -> Any:
-        """Like :meth:`read` but always a ``pyarrow.Table`` with timestamps as ``timestamp[us, UTC]``."""
+        """Like :meth:`read` but always a ``pyarrow.Table`` with timestamps as ``timestamp[us, UTC]``; only
+        ``columns`` (in that order) when given."""
 
     def read_rows(
         self,
@@ -379,9 +381,10 @@ class TableStore(ABC):
         where: Where | None = None,
         version: int | None = None,
         timestamp: datetime | str | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Rows as dicts (timestamps as aware UTC datetimes)."""
-        return self.read_arrow(table, where, version=version, timestamp=timestamp).to_pylist()
+        """Rows as dicts (timestamps as aware UTC datetimes); only ``columns`` when given."""
+        return self.read_arrow(table, where, version=version, timestamp=timestamp, columns=columns).to_pylist()
 
     @abstractmethod
     def history(self, table: TableRef, limit: int | None = None) -> list[HistoryEntry]:

@@ -191,8 +191,10 @@ class RustTableStore(TableStore):
         where: Where | None = None,
         version: int | None = None,
         timestamp: datetime | str | None = None,
+        columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        """Rows as a ``pyarrow.Table``, filtered inside delta-rs (DataFusion prunes partitions and files).
+        """Rows as a ``pyarrow.Table``, filtered inside delta-rs (DataFusion prunes partitions and files); only
+        ``columns`` when given (the others are never read).
 
         Reads go through delta-rs's query engine rather than ``to_pyarrow_dataset``: the latter runs Arrow C++
         I/O threads over a Python filesystem handler, which can abort the interpreter at exit
@@ -200,14 +202,17 @@ class RustTableStore(TableStore):
         """
         if version is not None and timestamp is not None:
             raise ValueError("pass version or timestamp, not both")
-        dt = self._open(table, version=version)
         if timestamp is not None:
-            dt.load_as_version(timestamp)
-        query = f"SELECT * FROM snapshot WHERE {sql_predicate(where, 'datafusion')}"
+            version = self._version_at(table, timestamp)
+        dt = self._open(table, version=version)
+        selected = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
+        query = f"SELECT {selected} FROM snapshot WHERE {sql_predicate(where, 'datafusion')}"
         out = pa.table(self._guarded(lambda: QueryBuilder().register("snapshot", dt).execute(query).read_all()))
         declared = self.declared_schema(table)
         if declared is not None:
-            return out.select(list(declared.column_names)).cast(declared.to_arrow())
+            schema = declared.to_arrow()
+            names = list(columns or declared.column_names)
+            return out.select(names).cast(pa.schema([schema.field(n) for n in names]))
         return out.cast(pa.schema([f.with_type(_plain_type(f.type)) for f in out.schema]))
 
     def read_arrow(
@@ -216,8 +221,21 @@ class RustTableStore(TableStore):
         where: Where | None = None,
         version: int | None = None,
         timestamp: datetime | str | None = None,
+        columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        return self.read(table, where, version=version, timestamp=timestamp)
+        return self.read(table, where, version=version, timestamp=timestamp, columns=columns)
+
+    def _version_at(self, table: TableRef, timestamp: datetime | str) -> int:
+        """The newest version committed at or before ``timestamp``, by the commit times :meth:`history` reports
+        (delta-rs's own ``load_as_version`` goes by the log files' modification times, which can be later, so a
+        time read from the history could select the version before it)."""
+        at = datetime.fromisoformat(timestamp) if isinstance(timestamp, str) else timestamp
+        if at.tzinfo is None:
+            raise ValueError(f"timestamp {timestamp!r} has no time zone")
+        versions = [h.version for h in self.history(table) if h.timestamp <= at]
+        if not versions:
+            raise ValueError(f"{table_name(table)} has no version at or before {at.isoformat()}")
+        return max(versions)
 
     def history(self, table: TableRef, limit: int | None = None) -> list[HistoryEntry]:
         entries = []

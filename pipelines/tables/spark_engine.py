@@ -238,10 +238,17 @@ class SparkTableStore(TableStore):
         where: Where | None = None,
         version: int | None = None,
         timestamp: datetime | str | None = None,
+        columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        out = self.read(table, where, version=version, timestamp=timestamp).toArrow()
+        import pyarrow as pa
+
+        df = self.read(table, where, version=version, timestamp=timestamp)
+        out = (df.select([f"`{c}`" for c in columns]) if columns else df).toArrow()
         declared = self.declared_schema(table)
-        return out.cast(declared.to_arrow()) if declared is not None else out
+        if declared is None:
+            return out
+        schema = declared.to_arrow()
+        return out.cast(pa.schema([schema.field(n) for n in columns]) if columns else schema)
 
     def history(self, table: TableRef, limit: int | None = None) -> list[HistoryEntry]:
         from pyspark.sql import functions as F
