@@ -18,13 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.config.models import PolicyConfig
 from pipelines.errors import PlanError, PolicyViolation
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, compute_content_hash
 from pipelines.tables.base import TableStore
+from pipelines.tables.schemas import GC_PLAN_ITEMS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PROPOSED, APPROVED, REJECTED, EXPIRED, SUPERSEDED = "proposed", "approved", "rejected", "expired", "superseded"
 APPLYING, APPLIED, FAILED, RESTORED = "applying", "applied", "failed", "restored"
@@ -188,12 +192,12 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
     plan = plan if plan.content_hash else plan.with_hash()
     store.ensure_tables(TABLES)
     at = now or _now()
-    existing = store.read_rows("gc_plans", {"plan_id": plan.plan_id})
-    row, items = plan_rows(plan, policy, at=at)
+    existing = store.read_rows("gc_plans", {"plan_id": plan.plan_id}, columns=("content_hash",))
     if not existing:  # items and audit first: the plan shows as proposed only once everything else is written
-        store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, items)
+        # each table's rows are built just before their write and dropped after it (a large plan's two are big)
+        store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, plan_item_table(plan))
         append_audit(store, plan.plan_id, at, actor, "register", None, PROPOSED, "", plan.content_hash)
-        store.append("gc_plans", [row])
+        store.append("gc_plans", [plan_row(plan, policy, at=at)])
     elif existing[0]["content_hash"] != plan.content_hash:
         def replace(record: PlanRecord) -> tuple[str, dict[str, Any]]:
             if record.status not in (PROPOSED, APPROVED):
@@ -205,7 +209,7 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
 
         _transition(store, plan.plan_id, actor=actor, action="content_changed",
                     comment=f"new content {plan.content_hash}; approvals reset", decide=replace, now=now)
-        store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, items)
+        store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, plan_item_table(plan))
     supersede_older(store, plan, actor=actor, now=now)
     return get_plan(store, plan.plan_id)
 
@@ -216,26 +220,27 @@ def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetim
     Returns the ids marked superseded. A plan approved or decided meanwhile is left alone (its transition
     refuses) since only unapproved plans are superseded.
     """
-    proposed = [r for r in list_plans(store, plan.cluster) if r.status == PROPOSED]
+    proposed = [(r["created_at"], r["plan_id"]) for r in store.read_rows(  # not the plans' JSON: only their order
+        "gc_plans", {"cluster": plan.cluster, "status": PROPOSED}, columns=("created_at", "plan_id"))]
     if len(proposed) < 2:
         return []
-    newest = max(proposed, key=lambda r: (r.created_at, r.plan_id))
+    newest = max(proposed)
     done: list[str] = []
     for other in proposed:
-        if other.plan_id == newest.plan_id:
+        if other == newest:
             continue
 
         def mark(record: PlanRecord) -> tuple[str, dict[str, Any]]:
             if record.status != PROPOSED:
                 raise rules.refuse("state_machine", f"plan {record.plan_id} is {record.status}; not superseded")
-            return SUPERSEDED, {"superseded_by": newest.plan_id}
+            return SUPERSEDED, {"superseded_by": newest[1]}
 
         try:
-            _transition(store, other.plan_id, actor=actor, action="supersede", comment=f"by {newest.plan_id}",
+            _transition(store, other[1], actor=actor, action="supersede", comment=f"by {newest[1]}",
                         decide=mark, now=now)
         except PolicyViolation:
             continue
-        done.append(other.plan_id)
+        done.append(other[1])
     return done
 
 
@@ -304,25 +309,29 @@ def set_status(store: TableStore, plan_id: str, to_status: str, *, actor: str, c
                        now=now)
 
 
-def plan_rows(plan: GcPlan, policy: PolicyConfig, *, at: datetime | None = None,
-              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The ``gc_plans`` row of a newly proposed plan (``updated_at`` = ``at``, default its ``created_at``) and its
-    ``gc_plan_items`` rows."""
-    row = {
+def plan_rows(plan: GcPlan, policy: PolicyConfig, *, at: datetime | None = None) -> tuple[dict[str, Any], pa.Table]:
+    """The ``gc_plans`` row of a newly proposed plan (:func:`plan_row`) and its ``gc_plan_items`` rows
+    (:func:`plan_item_table`)."""
+    return plan_row(plan, policy, at=at), plan_item_table(plan)
+
+
+def plan_row(plan: GcPlan, policy: PolicyConfig, *, at: datetime | None = None) -> dict[str, Any]:
+    """The ``gc_plans`` row of a newly proposed plan (``updated_at`` = ``at``, default its ``created_at``)."""
+    return {
         "plan_id": plan.plan_id, "cluster": plan.cluster, "created_at": plan.created_at,
         "created_by": plan.created_by, "run_id": plan.run_id, "metadata_offset": plan.metadata_offset,
         "content_hash": plan.content_hash, "status": PROPOSED, "item_count": len(plan.items),
         "total_bytes": plan.total_bytes, "expires_at": rules.expiry_of(plan, policy), "superseded_by": None,
         "approvals": [], "updated_at": plan.created_at if at is None else at, "plan_json": plan.to_json(),
     }
-    return row, plan_item_rows(plan)
 
 
-def plan_item_rows(plan: GcPlan) -> list[dict[str, Any]]:
-    return [{
-        "plan_id": plan.plan_id, "item_id": i.item_id, "cluster": plan.cluster, "broker_id": i.broker_id,
-        "log_dir": i.log_dir, "dir_name": i.dir_name, "topic": i.topic, "partition": i.partition,
-        "topic_id": i.topic_id, "class": i.class_, "bytes": i.bytes, "fingerprint": i.fingerprint,
-        "reason": i.reason,
-    } for i in plan.items]
+def plan_item_table(plan: GcPlan) -> pa.Table:
+    """The plan's ``gc_plan_items`` rows, built column by column (a 100k-item plan is never 100k dicts)."""
+    import pyarrow as pa
 
+    shared = {"plan_id": plan.plan_id, "cluster": plan.cluster}
+    columns = {name: [shared[name]] * len(plan.items) if name in shared
+               else [getattr(i, "class_" if name == "class" else name) for i in plan.items]
+               for name in GC_PLAN_ITEMS.column_names}
+    return pa.table(columns, schema=GC_PLAN_ITEMS.to_arrow())

@@ -46,6 +46,7 @@ def test_register_stores_the_rows_plan_rows_builds(store: TableStore) -> None:
     p = plan().with_hash()
     approval.register_plan(store, p, actor="detector", policy=PolicyConfig(), now=NOW)
     row, items = approval.plan_rows(p, PolicyConfig(), at=NOW)
+    items = items.to_pylist()
     assert {name for name in ALL_TABLES if store.exists(name)} == set(approval.TABLES)
     [stored] = store.read_rows("gc_plans", {"plan_id": "p1"})
     assert stored == row

@@ -140,12 +140,15 @@ def test_policy_budget_applies(tmp_path: Path) -> None:
 def test_plan_rows_match_the_table_schemas(tmp_path: Path) -> None:
     c = mixed_cluster()
     plan = emit(findings(c), c, tmp_path)
-    row, items = plan_rows(plan, POLICY)
+    row, table = plan_rows(plan, POLICY)
+    items = table.to_pylist()
+    assert table.schema == GC_PLAN_ITEMS.to_arrow()
     assert set(row) == set(GC_PLANS.column_names)
     assert row["status"] == "proposed" and row["item_count"] == len(plan.items) == len(items)
     assert row["total_bytes"] == sum(i["bytes"] for i in items)
     assert all(set(i) == set(GC_PLAN_ITEMS.column_names) for i in items)
     assert {i["plan_id"] for i in items} == {plan.plan_id}
+    assert [(i["item_id"], i["class"], i["bytes"]) for i in items] == [(i.item_id, i.class_, i.bytes) for i in plan.items]
 
 
 def test_streamed_emission_equals_one_pass(tmp_path: Path) -> None:
