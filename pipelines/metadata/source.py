@@ -43,6 +43,10 @@ class ControllerView:
     def with_events(self, extra: Iterable[MetadataEvent]) -> ControllerView:
         return replace(self, events=(*self.events, *extra))
 
+    def without_events(self) -> ControllerView:
+        """The same view without its events (once they are in ``metadata_events``, only the image is needed)."""
+        return replace(self, events=())
+
 
 class ControllerSource(ABC):
     """One kind of controller metadata source, configured by ``metadata.*``."""

@@ -20,6 +20,7 @@ from pipelines.orchestrate.steps import (
     crawl_step,
     detect_step,
     ingest_metadata_step,
+    is_small_run,
     plan_step,
 )
 from pipelines.progress import step as progress_step
@@ -99,14 +100,20 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
 
     try:
         crawled = timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
-        _, view = timed("ingest metadata", lambda: ingest_metadata_step(store, config, run_id, view=fleet_view))
+        ingested, view = timed("ingest metadata",
+                               lambda: ingest_metadata_step(store, config, run_id, view=fleet_view))
+        # the events are in metadata_events now; the plan needs only the image (driver memory)
+        view = view.without_events()
         known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)  # this process wrote both rows
-        detected = timed("detect", lambda: detect_step(spark, store, config, run_id, now=now, known=known, keep=True))
+        small = is_small_run(crawled, ingested)
+        detected = timed("detect", lambda: detect_step(spark, store, config, run_id, now=now, known=known, keep=True,
+                                                       cache_inputs=small))
         findings = detected.frames["findings"]
         try:
             _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
                                                       now=now, known=known, findings=findings,
-                                                      cluster_ids=crawled.frames["cluster_ids"]))
+                                                      cluster_ids=crawled.frames["cluster_ids"],
+                                                      plannable=detected.counts["plannable"]))
         finally:
             findings.unpersist()
     except Exception as exc:
