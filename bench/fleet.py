@@ -302,6 +302,9 @@ def run_one(work: Path, dirs: int) -> dict:
     from pipelines.progress import installed
 
     config = load_config(str(work / f"dirs-{dirs}" / "fleet.yaml"))
+    for name in ("gc_plans", "gc_plan_items", "gc_plan_audit", "gc_plan_signatures", "_plans"):
+        # the plan is registered as new, as each nightly run's is (new run id, new plan id), not as a re-run
+        shutil.rmtree(work / f"dirs-{dirs}" / "warehouse" / name, ignore_errors=True)
     times = _StepTimes()
     t = time.perf_counter()
     with installed(times):
