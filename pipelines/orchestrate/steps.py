@@ -32,6 +32,11 @@ EVENT_KEYS = ["cluster", "offset", "event", "topic_id", "partition"]
 SNAPSHOT_EVENT_KEYS = ["cluster", "event", "topic_id", "partition", "detail"]
 LARGE_IMAGE_EVENTS = 100_000
 """Above this many metadata events the ingest writes its tables one at a time, not in threads (driver memory)."""
+SMALL_RUN_ROWS = 200_000
+"""Up to this many partition dirs, partitions and events together, detect caches its inputs (``is_small_run``)."""
+SMALL_PLAN_ROWS = 10_000
+"""Up to this many plannable findings the plan collects its inputs in one Spark job each instead of streaming them
+partition by partition (``plan_inputs``)."""
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -151,13 +156,40 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
     return tracked(store, "ingest_runs", running, body)
 
 
+def is_small_run(crawled: StepReport, ingested: StepReport) -> bool:
+    """True when the run's crawl and ingest wrote at most ``SMALL_RUN_ROWS`` partition dirs, controller partitions
+    and metadata events together (what detect joins)."""
+    rows = (crawled.counts.get("partition_dirs", 0) + ingested.counts.get("partitions", 0)
+            + ingested.counts.get("events", 0))
+    return rows <= SMALL_RUN_ROWS
+
+
+def detect_inputs(store: TableStore, cluster: str, run_id: str) -> dict[str, Any]:
+    """What ``detect`` reads, one DataFrame per table: the run's partition dirs, log dirs and controller tables, and
+    the cluster's event history (keyword names of ``pipelines.detect.spark_detect.detect``)."""
+    from pyspark.sql import functions as F
+
+    def of_run(table: str) -> Any:
+        return store.read(table).where(F.col("run_id") == run_id)
+
+    return {
+        "partition_dirs": of_run("partition_dirs"), "controller_topics": of_run("controller_topics"),
+        "controller_partitions": of_run("controller_partitions"), "controller_brokers": of_run("controller_brokers"),
+        "metadata_events": store.read("metadata_events").where(F.col("cluster") == cluster),
+        "log_dirs": of_run("log_dirs"),
+    }
+
+
 def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str,
-                now: datetime | None = None, known: Statuses | None = None, keep: bool = False) -> StepReport:
+                now: datetime | None = None, known: Statuses | None = None, keep: bool = False,
+                cache_inputs: bool = False) -> StepReport:
     """Classify every partition dir of the run against the controller tables of the same run → findings.
 
     ``known``: the crawl and ingest outcomes when this process ran them (they are not read back). ``keep``: the
     findings written stay cached for the plan step, in ``report.frames["findings"]`` (unpersist when done); the
-    summary is taken from that cache instead of the table.
+    summary is taken from that cache instead of the table. ``cache_inputs``: each input table is read once into a
+    cache (memory, spilling to disk) for the step, instead of Delta listing its files for every reference and
+    filter the detect query makes of it (one Spark job each, ~18 in all); for small runs (``is_small_run``).
 
     Raises:
         StepRefused: the run's crawl or ingest did not succeed.
@@ -168,26 +200,25 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
     from pipelines.detect.spark_detect import detect
 
     require_predecessors(store, run_id, "detect", known)
-
-    def of_run(table: str) -> Any:
-        return store.read(table).where(F.col("run_id") == run_id)
-
-    events = store.read("metadata_events").where(F.col("cluster") == config.cluster)
-    findings = detect(
-        spark, of_run("partition_dirs"), of_run("controller_topics"), of_run("controller_partitions"),
-        of_run("controller_brokers"), events, of_run("log_dirs"),
-        config=config.detect, now=now or datetime.now(timezone.utc),
-    )
-    if keep:
-        findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
-    store.overwrite_partition("findings", {"run_id": run_id}, findings)
-    written = findings if keep else store.read("findings").where(F.col("run_id") == run_id)
-    summary = (
-        written
-        .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
-                              F.sum(F.col("plannable").cast("int")).alias("plannable"))
-        .collect()
-    )
+    inputs = detect_inputs(store, config.cluster, run_id)
+    if cache_inputs:
+        inputs = {name: df.persist(StorageLevel.MEMORY_AND_DISK) for name, df in inputs.items()}
+    try:
+        findings = detect(spark, **inputs, config=config.detect, now=now or datetime.now(timezone.utc))
+        if keep:
+            findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
+        store.overwrite_partition("findings", {"run_id": run_id}, findings)
+        written = findings if keep else store.read("findings").where(F.col("run_id") == run_id)
+        summary = (
+            written
+            .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
+                                  F.sum(F.col("plannable").cast("int")).alias("plannable"))
+            .collect()
+        )
+    finally:
+        if cache_inputs:  # the kept findings are loaded whole by now: they no longer read the inputs
+            for df in inputs.values():
+                df.unpersist()
     by_class = {r["class"]: {"dirs": r["dirs"], "bytes": r["bytes"] or 0, "plannable": r["plannable"] or 0}
                 for r in summary}
     return StepReport("detect", {
@@ -205,14 +236,17 @@ def plan_store(config: AppConfig) -> TableStore:
 
 
 def plan_inputs(spark: SparkSession, store: TableStore, run_id: str, findings: Any = None,
-                cluster_ids: tuple[str, ...] | None = None) -> tuple[Iterator[Any], Iterator[Any], str | None]:
+                cluster_ids: tuple[str, ...] | None = None, plannable: int | None = None,
+                ) -> tuple[Iterator[Any], Iterator[Any], str | None]:
     """The findings ``emit_plan`` needs, streamed to the driver: the live rows of the (broker, topic, partition)s
     that have plannable rows (the JBOD rules compare candidates with them; read first, small facts kept), then the
     plannable rows themselves (each re-checked as it arrives, never all held); and the one cluster.id the crawl saw.
 
     ``findings``: the run's findings as the detect step of this process kept them, else read from the table.
     ``cluster_ids``: the distinct cluster ids of the run's ``log_dirs`` as the crawl of this process saw them
-    (``crawl_step``'s ``frames["cluster_ids"]``), else read from the table.
+    (``crawl_step``'s ``frames["cluster_ids"]``), else read from the table. ``plannable``: the run's count of
+    plannable findings when known (detect's report); up to ``SMALL_PLAN_ROWS`` both inputs are collected in one
+    Spark job each (the same rows in the same order), else streamed (one job per partition).
     """
     from pyspark.sql import functions as F
 
@@ -226,18 +260,25 @@ def plan_inputs(spark: SparkSession, store: TableStore, run_id: str, findings: A
                .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().limit(2).collect()]
     else:
         ids = list(dict.fromkeys(cluster_ids))[:2]
-    return live.toLocalIterator(), candidates.toLocalIterator(), ids[0] if len(ids) == 1 else None
+    collect = plannable is not None and plannable <= SMALL_PLAN_ROWS
+    return _rows(live, collect), _rows(candidates, collect), ids[0] if len(ids) == 1 else None
+
+
+def _rows(df: Any, collect: bool) -> Iterator[Any]:
+    """``df``'s rows: collected in one job, or streamed to the driver one partition (one job) at a time."""
+    return iter(df.collect()) if collect else df.toLocalIterator()
 
 
 def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *, created_by: str,
               view: ControllerView | None = None, now: datetime | None = None, known: Statuses | None = None,
-              findings: Any = None, cluster_ids: tuple[str, ...] | None = None) -> tuple[StepReport, GcPlan | None]:
+              findings: Any = None, cluster_ids: tuple[str, ...] | None = None, plannable: int | None = None,
+              ) -> tuple[StepReport, GcPlan | None]:
     """Plannable findings → a GC plan, each item re-checked in plain Python against the controller image.
 
     The findings are read with ``store`` (Spark), or taken from ``findings`` (the detect step's cache of the rows it
     wrote); the plan is registered with delta-rs, the engine that writes the plan tables
     (``pipelines.tables.ownership``). A run with nothing plannable writes no plan. ``known`` as in ``detect_step``,
-    ``cluster_ids`` as in ``plan_inputs``.
+    ``cluster_ids`` and ``plannable`` as in ``plan_inputs``.
 
     Raises:
         StepRefused: the run's crawl or ingest did not succeed.
@@ -248,7 +289,7 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
 
     require_predecessors(store, run_id, "plan", known)
     view = view or load_controller_view(config.metadata)
-    live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings, cluster_ids)
+    live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings, cluster_ids, plannable)
     out_dir = plans_dir(config)
     plan = emit_plan(candidates, view.image, live_rows=live, cluster=config.cluster, run_id=run_id,
                      created_by=created_by, policy=config.policy, out_dir=out_dir, config=config.detect, now=now,
