@@ -148,7 +148,8 @@ def test_plan_rows_match_the_table_schemas(tmp_path: Path) -> None:
     assert row["total_bytes"] == sum(i["bytes"] for i in items)
     assert all(set(i) == set(GC_PLAN_ITEMS.column_names) for i in items)
     assert {i["plan_id"] for i in items} == {plan.plan_id}
-    assert [(i["item_id"], i["class"], i["bytes"]) for i in items] == [(i.item_id, i.class_, i.bytes) for i in plan.items]
+    assert [(i["item_id"], i["class"], i["bytes"]) for i in items] == [
+        (i.item_id, i.class_, i.bytes) for i in plan.items]
 
 
 def test_streamed_emission_equals_one_pass(tmp_path: Path) -> None:
