@@ -18,8 +18,9 @@ from pipelines.errors import PipelinesError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: What a crawl task imports (the backends, fsspec, the Kafka parsers come with it).
-CRAWL_MODULES = ("pipelines.crawl.tasks", "pipelines.crawl.inventory_file")
+#: What a crawl task imports (the backends, fsspec, the Kafka parsers come with it); pyarrow: the tasks hand their
+#: rows to Spark as Arrow batches (``mapInArrow``).
+CRAWL_MODULES = ("pipelines.crawl.tasks", "pipelines.crawl.inventory_file", "pyarrow")
 README_SECTION = 'README "Deploying"'
 _MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 

@@ -51,3 +51,14 @@ def test_a_spark_failure_caused_by_a_missing_module_becomes_one_line() -> None:
     assert error is not None and "\n" not in str(error)
     assert str(error).startswith("Spark executors cannot import fsspec:") and 'README "Deploying"' in str(error)
     assert as_missing_module(RuntimeError("Job aborted: disk full")) is None
+
+
+def test_an_executor_with_the_package_but_no_pyarrow_is_named() -> None:
+    """The crawl tasks hand their rows to Spark as Arrow: an executor without pyarrow fails them all."""
+    repo = str(Path(__file__).resolve().parents[2])
+    script = ("import pickle, sys; sys.modules['pyarrow'] = None; sys.path[:0] = sys.argv[1:3]; "
+              "print(repr(pickle.loads(sys.stdin.buffer.read())(0)))")
+    done = subprocess.run([sys.executable, "-c", script, repo, SITE], capture_output=True, check=True, cwd="/",
+                          input=cloudpickle.dumps(_probe(CRAWL_MODULES)))
+    missing, detail, _ = ast.literal_eval(done.stdout.decode())
+    assert missing == "pyarrow", detail
