@@ -102,8 +102,9 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         crawled = timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
         ingested, view = timed("ingest metadata",
                                lambda: ingest_metadata_step(store, config, run_id, view=fleet_view))
-        # the events are in metadata_events now; the plan needs only the image (driver memory)
-        view = view.without_events()
+        # the events are in metadata_events now; the plan needs only the image (their ~90 MB of Python objects at
+        # fleet size go to the plan's items): no reference to the view that holds them is kept
+        view, fleet_view = view.without_events(), None
         known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)  # this process wrote both rows
         small = is_small_run(crawled, ingested)
         detected = timed("detect", lambda: detect_step(spark, store, config, run_id, now=now, known=known, keep=True,
