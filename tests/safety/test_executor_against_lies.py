@@ -357,7 +357,10 @@ def _assert_not_vacuous(stats: Counter[str]) -> None:
 
 
 def test_the_executor_never_acts_on_lies() -> None:
-    _assert_not_vacuous(run_property(12))
+    stats = run_property(12)
+    if not stats["moved"]:  # 12 random examples can all lack an honest move (seen once): 12 more, every check again
+        stats += run_property(12)
+    _assert_not_vacuous(stats)
 
 
 @pytest.mark.slow
