@@ -28,7 +28,7 @@ from pipelines import native
 from pipelines.crawl.local_crawl import CrawlResult, crawl_local, run_code_path, run_row
 from pipelines.crawl.rows import LogDirRows, utc_now
 from pipelines.crawl.tasks import DEFAULT_FANOUT_DIRS, BrokerLike, Chunk, LogDirJob, chunk_task, jobs_for, root_task
-from pipelines.tables.schemas import CRAWL_ERRORS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, TableSchema
+from pipelines.tables.schemas import CRAWL_ERRORS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, Column, TableSchema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,7 +43,7 @@ _TABLES: dict[str, TableSchema] = {
 _TAG = "tag"
 _CHUNK = "chunk"
 _BYTES = "chunk_bytes"
-_BYTES_COLUMNS = (("broker_id", "int"), ("log_dir", "string"), ("extra", "long"))
+_BYTES_SCHEMA = TableSchema(_BYTES, (Column("broker_id", "int"), Column("log_dir", "string"), Column("extra", "long")))
 _CODE_PATH = "code_path"  # one record per task: did it run the compiled speed-ups
 _CLUSTER_ID = "cluster_id"  # summary key per distinct meta.properties cluster.id of the log dirs
 MAX_CHUNK_PARTITIONS = 10_000
@@ -75,12 +75,6 @@ class CrawlFrames:
 # -- the records' schema ---------------------------------------------------------------------------------------
 
 
-def _bytes_schema() -> TableSchema:
-    from pipelines.tables.schemas import Column
-
-    return TableSchema(_BYTES, tuple(Column(name, type_) for name, type_ in _BYTES_COLUMNS))
-
-
 def records_arrow_schema() -> pa.Schema:
     """The records' columns as Arrow: ``tag``, ``code_path``, ``chunk``, then one struct per table (every field
     nullable: a struct is null on the rows of other tables)."""
@@ -90,21 +84,15 @@ def records_arrow_schema() -> pa.Schema:
         return pa.struct([f.with_nullable(True) for f in schema.to_arrow()])
 
     return pa.schema([(_TAG, pa.string()), (_CODE_PATH, pa.string()), (_CHUNK, pa.binary()),
-                      (_BYTES, struct(_bytes_schema())),
+                      (_BYTES, struct(_BYTES_SCHEMA)),
                       *((name, struct(schema)) for name, schema in _TABLES.items())])  # fmt: skip
 
 
 def records_spark_schema() -> StructType:
     """``records_arrow_schema`` as Spark types (the ``mapInArrow`` output schema)."""
-    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    def struct(schema: TableSchema) -> T.StructType:
-        return T.StructType([T.StructField(f.name, f.dataType, True) for f in schema.to_spark().fields])
-
-    return T.StructType([T.StructField(_TAG, T.StringType(), True), T.StructField(_CODE_PATH, T.StringType(), True),
-                         T.StructField(_CHUNK, T.BinaryType(), True),
-                         T.StructField(_BYTES, struct(_bytes_schema()), True),
-                         *(T.StructField(name, struct(schema), True) for name, schema in _TABLES.items())])  # fmt: skip
+    return from_arrow_schema(records_arrow_schema())
 
 
 # -- in the tasks: rows to Arrow -------------------------------------------------------------------------------
