@@ -45,6 +45,7 @@ __all__ = [
     "conform_arrow",
     "first_mismatch",
     "matches",
+    "quote_ident",
     "retry_on_conflict",
     "sql_literal",
     "sql_predicate",
@@ -115,7 +116,8 @@ def retry_on_conflict(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _quote_ident(name: str) -> str:
+def quote_ident(name: str) -> str:
+    """A column name as a SQL identifier that Spark SQL and DataFusion both read."""
     return "`" + name.replace("`", "``") + "`"
 
 
@@ -157,7 +159,7 @@ def sql_predicate(where: Where | None, dialect: Literal["spark", "datafusion"], 
     prefix = f"{alias}." if alias else ""
     terms = []
     for column, value in where.items():
-        ident = prefix + _quote_ident(column)
+        ident = prefix + quote_ident(column)
         if value is None:
             terms.append(f"{ident} IS NULL")
         elif isinstance(value, list | tuple | set | frozenset):

@@ -24,6 +24,7 @@ from pipelines.tables.base import (
     check_rows,
     conform_arrow,
     first_mismatch,
+    quote_ident,
     sql_literal,
     sql_predicate,
     table_name,
@@ -205,7 +206,7 @@ class RustTableStore(TableStore):
         if timestamp is not None:
             version = self._version_at(table, timestamp)
         dt = self._open(table, version=version)
-        selected = ", ".join('"' + c.replace('"', '""') + '"' for c in columns) if columns else "*"
+        selected = ", ".join(quote_ident(c) for c in columns) if columns else "*"
         query = f"SELECT {selected} FROM snapshot WHERE {sql_predicate(where, 'datafusion')}"
         out = pa.table(self._guarded(lambda: QueryBuilder().register("snapshot", dt).execute(query).read_all()))
         declared = self.declared_schema(table)
