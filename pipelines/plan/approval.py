@@ -224,23 +224,23 @@ def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetim
         "gc_plans", {"cluster": plan.cluster, "status": PROPOSED}, columns=("created_at", "plan_id"))]
     if len(proposed) < 2:
         return []
-    newest = max(proposed)
+    _, newest_id = max(proposed)
     done: list[str] = []
-    for other in proposed:
-        if other == newest:
+    for _, plan_id in proposed:
+        if plan_id == newest_id:
             continue
 
         def mark(record: PlanRecord) -> tuple[str, dict[str, Any]]:
             if record.status != PROPOSED:
                 raise rules.refuse("state_machine", f"plan {record.plan_id} is {record.status}; not superseded")
-            return SUPERSEDED, {"superseded_by": newest[1]}
+            return SUPERSEDED, {"superseded_by": newest_id}
 
         try:
-            _transition(store, other[1], actor=actor, action="supersede", comment=f"by {newest[1]}",
+            _transition(store, plan_id, actor=actor, action="supersede", comment=f"by {newest_id}",
                         decide=mark, now=now)
         except PolicyViolation:
             continue
-        done.append(other[1])
+        done.append(plan_id)
     return done
 
 
@@ -307,12 +307,6 @@ def set_status(store: TableStore, plan_id: str, to_status: str, *, actor: str, c
         return current
     return _transition(store, plan_id, actor=actor, action=f"set_{to_status}", comment=comment, decide=decide,
                        now=now)
-
-
-def plan_rows(plan: GcPlan, policy: PolicyConfig, *, at: datetime | None = None) -> tuple[dict[str, Any], pa.Table]:
-    """The ``gc_plans`` row of a newly proposed plan (:func:`plan_row`) and its ``gc_plan_items`` rows
-    (:func:`plan_item_table`)."""
-    return plan_row(plan, policy, at=at), plan_item_table(plan)
 
 
 def plan_row(plan: GcPlan, policy: PolicyConfig, *, at: datetime | None = None) -> dict[str, Any]:

@@ -42,15 +42,15 @@ def test_register_then_approve_records_every_transition(store: TableStore) -> No
     assert len(store.read_rows("gc_plan_items", {"plan_id": "p1"})) == 2
 
 
-def test_register_stores_the_rows_plan_rows_builds(store: TableStore) -> None:
+def test_register_stores_the_rows_plan_row_and_plan_item_table_build(store: TableStore) -> None:
     p = plan().with_hash()
     approval.register_plan(store, p, actor="detector", policy=PolicyConfig(), now=NOW)
-    row, items = approval.plan_rows(p, PolicyConfig(), at=NOW)
-    items = items.to_pylist()
+    row = approval.plan_row(p, PolicyConfig(), at=NOW)
+    items = approval.plan_item_table(p).to_pylist()
     assert {name for name in ALL_TABLES if store.exists(name)} == set(approval.TABLES)
     [stored] = store.read_rows("gc_plans", {"plan_id": "p1"})
     assert stored == row
-    assert approval.plan_rows(p, PolicyConfig())[0]["updated_at"] == p.created_at
+    assert approval.plan_row(p, PolicyConfig())["updated_at"] == p.created_at
     by_id = itemgetter("item_id")
     assert sorted(store.read_rows("gc_plan_items", {"plan_id": "p1"}), key=by_id) == sorted(items, key=by_id)
 

@@ -15,7 +15,7 @@ from mixed_cluster import EXPECTED, mixed_cluster
 
 from pipelines.config.models import DetectConfig, PolicyConfig
 from pipelines.errors import PlanError, PolicyViolation
-from pipelines.plan.approval import plan_rows
+from pipelines.plan.approval import plan_item_table, plan_row
 from pipelines.plan.emit import emit_plan, item_id_for
 from pipelines.plan.model import GcPlan
 from pipelines.tables.schemas import GC_PLAN_ITEMS, GC_PLANS
@@ -140,7 +140,7 @@ def test_policy_budget_applies(tmp_path: Path) -> None:
 def test_plan_rows_match_the_table_schemas(tmp_path: Path) -> None:
     c = mixed_cluster()
     plan = emit(findings(c), c, tmp_path)
-    row, table = plan_rows(plan, POLICY)
+    row, table = plan_row(plan, POLICY), plan_item_table(plan)
     items = table.to_pylist()
     assert table.schema == GC_PLAN_ITEMS.to_arrow()
     assert set(row) == set(GC_PLANS.column_names)
