@@ -16,7 +16,7 @@ audit table too (:func:`audited_approvers`), so a missing audit row can block an
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from pipelines.errors import PlanError, PolicyViolation
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, compute_content_hash
 from pipelines.tables.base import TableStore
-from pipelines.tables.schemas import GC_PLAN_ITEMS
+from pipelines.tables.schemas import GC_PLAN_ITEMS, GC_PLANS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -72,23 +72,35 @@ class PlanRecord:
     superseded_by: str | None
     item_count: int
     total_bytes: int
-    plan_json: str
+    #: the stored plan; ``None`` on a listed record (:func:`list_plans`): :meth:`plan` reads it then from ``store``
+    plan_json: str | None
+    store: TableStore | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> PlanRecord:
+    def from_row(cls, row: dict[str, Any], store: TableStore | None = None) -> PlanRecord:
         return cls(
             plan_id=row["plan_id"], cluster=row["cluster"], status=row["status"],
             content_hash=row["content_hash"], approvals=tuple(row.get("approvals") or ()),
             created_at=row["created_at"], created_by=row["created_by"], updated_at=row["updated_at"],
             expires_at=row.get("expires_at"), superseded_by=row.get("superseded_by"),
             item_count=row.get("item_count") or 0, total_bytes=row.get("total_bytes") or 0,
-            plan_json=row["plan_json"],
+            plan_json=row.get("plan_json"), store=store,
         )
+
+    def _plan_json(self) -> str:
+        if self.plan_json is not None:
+            return self.plan_json
+        if self.store is None:
+            raise PlanError(f"plan {self.plan_id}: listed without its JSON and without a store to read it from")
+        rows = self.store.read_rows("gc_plans", {"plan_id": self.plan_id}, columns=("content_hash", "plan_json"))
+        if [r["content_hash"] for r in rows] != [self.content_hash]:
+            raise PlanError(f"plan {self.plan_id}: changed in gc_plans since it was listed; list the plans again")
+        return rows[0]["plan_json"]
 
     def plan(self) -> GcPlan:
         """The stored plan, parsed; a plan whose JSON does not match its own hash raises PlanError."""
         try:
-            plan = GcPlan.from_json(self.plan_json)
+            plan = GcPlan.from_json(self._plan_json())
         except ValueError as exc:
             raise PlanError(f"plan {self.plan_id}: stored plan JSON is invalid or tampered: "
                             f"{str(exc).splitlines()[0]}") from None
@@ -114,11 +126,15 @@ def get_plan(store: TableStore, plan_id: str) -> PlanRecord:
 
 
 def list_plans(store: TableStore, cluster: str | None = None) -> list[PlanRecord]:
-    """Every plan (of ``cluster``); none when no plan was ever registered in this warehouse."""
+    """Every plan (of ``cluster``); none when no plan was ever registered in this warehouse.
+
+    The plans' JSON is not read (a fleet's nightly plan is tens of MB): ``record.plan()`` reads the one it needs.
+    """
     if not store.exists("gc_plans"):
         return []
-    rows = store.read_rows("gc_plans", {"cluster": cluster} if cluster else None)
-    records = [PlanRecord.from_row(r) for r in rows]
+    columns = tuple(c for c in GC_PLANS.column_names if c != "plan_json")
+    rows = store.read_rows("gc_plans", {"cluster": cluster} if cluster else None, columns=columns)
+    records = [PlanRecord.from_row(r, store) for r in rows]
     return sorted(records, key=lambda r: (r.created_at, r.plan_id))
 
 

@@ -158,6 +158,25 @@ def test_newer_plan_supersedes_older_unapproved_ones_only(store: TableStore) -> 
                       "other": ("proposed", None)}
 
 
+def test_listed_plans_read_their_json_only_when_asked_and_only_as_listed(store: TableStore) -> None:
+    """``list_plans`` leaves every plan's JSON in the table; ``record.plan()`` reads that one plan, checks it
+    against the hash that was listed and refuses a plan that was re-registered (or tampered with) meanwhile."""
+    p, q = plan("p1"), plan("p2", created_at=T0 + timedelta(minutes=1))
+    for each in (p, q):
+        approval.register_plan(store, each, actor="d", policy=PolicyConfig(), now=T0)
+    listed = approval.list_plans(store)
+    assert [(r.plan_id, r.plan_json) for r in listed] == [("p1", None), ("p2", None)]
+    assert [r.plan() for r in listed] == [p, q]
+    changed = plan("p2", created_at=q.created_at, items=(item("i9"),))
+    approval.register_plan(store, changed, actor="d", policy=PolicyConfig(), now=NOW)
+    with pytest.raises(PlanError, match="changed in gc_plans since it was listed"):
+        listed[1].plan()
+    assert approval.list_plans(store)[1].plan() == changed
+    store.update("gc_plans", {"plan_id": "p1"}, {"plan_json": p.to_json().replace('"orders"', '"orderz"')})
+    with pytest.raises(PlanError, match=r"tampered|does not match"):
+        listed[0].plan()
+
+
 def test_tampered_stored_plan_cannot_be_approved(store: TableStore) -> None:
     approval.register_plan(store, plan(), actor="d", policy=PolicyConfig(), now=T0)
     row = approval.get_plan(store, "p1")
