@@ -53,6 +53,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 EXECUTABLE = frozenset({APPROVED, APPLYING, PARTIALLY_APPLIED, FAILED, APPLIED, PARTIALLY_RESTORED})
 
 TABLES = ("gc_plans", "gc_plan_items", "gc_plan_audit")
+#: a ``gc_plans`` row without the plan's JSON (tens of MB for a fleet's plan)
+_LISTED_COLUMNS = tuple(c for c in GC_PLANS.column_names if c != "plan_json")
 MAX_ATTEMPTS = 20
 
 
@@ -113,16 +115,20 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def get_plan(store: TableStore, plan_id: str) -> PlanRecord:
-    """Raises PlanError for an unknown id (also when no plan was ever registered in this warehouse)."""
+def get_plan(store: TableStore, plan_id: str, *, with_json: bool = True) -> PlanRecord:
+    """The plan's ``gc_plans`` row; without its JSON when ``with_json`` is false (``record.plan()`` reads it then).
+
+    Raises:
+        PlanError: an unknown id (also when no plan was ever registered in this warehouse).
+    """
     if not store.exists("gc_plans"):
         raise PlanError(f"no plan {plan_id!r}: the warehouse {store.warehouse} has no gc_plans table")
-    rows = store.read_rows("gc_plans", {"plan_id": plan_id})
+    rows = store.read_rows("gc_plans", {"plan_id": plan_id}, columns=None if with_json else _LISTED_COLUMNS)
     if not rows:
         raise PlanError(f"no plan {plan_id!r} in gc_plans")
     if len(rows) > 1:
         raise PlanError(f"plan {plan_id!r} has {len(rows)} rows in gc_plans (table damaged)")
-    return PlanRecord.from_row(rows[0])
+    return PlanRecord.from_row(rows[0], store)
 
 
 def list_plans(store: TableStore, cluster: str | None = None) -> list[PlanRecord]:
@@ -132,8 +138,7 @@ def list_plans(store: TableStore, cluster: str | None = None) -> list[PlanRecord
     """
     if not store.exists("gc_plans"):
         return []
-    columns = tuple(c for c in GC_PLANS.column_names if c != "plan_json")
-    rows = store.read_rows("gc_plans", {"cluster": cluster} if cluster else None, columns=columns)
+    rows = store.read_rows("gc_plans", {"cluster": cluster} if cluster else None, columns=_LISTED_COLUMNS)
     records = [PlanRecord.from_row(r, store) for r in rows]
     return sorted(records, key=lambda r: (r.created_at, r.plan_id))
 
@@ -179,7 +184,7 @@ def _transition(store: TableStore, plan_id: str, *, actor: str, action: str, com
                 now: datetime | None) -> PlanRecord:
     """Compare-and-set loop. ``decide(record)`` returns (new status, extra column values) or raises a refusal."""
     for _ in range(MAX_ATTEMPTS):
-        record = get_plan(store, plan_id)
+        record = get_plan(store, plan_id, with_json=False)
         at = now or _now()
         try:
             to_status, values = decide(record)
@@ -194,7 +199,7 @@ def _transition(store: TableStore, plan_id: str, *, actor: str, action: str, com
                  "updated_at": record.updated_at}
         if store.update("gc_plans", guard, {"status": to_status, "updated_at": stamp, **values}) == 1:
             append_audit(store, plan_id, stamp, actor, action, record.status, to_status, comment, record.content_hash)
-            return get_plan(store, plan_id)
+            return get_plan(store, plan_id, with_json=False)
     raise PlanError(f"plan {plan_id}: gave up after {MAX_ATTEMPTS} conflicting concurrent transitions")
 
 
@@ -227,7 +232,7 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
                     comment=f"new content {plan.content_hash}; approvals reset", decide=replace, now=now)
         store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, plan_item_table(plan))
     supersede_older(store, plan, actor=actor, now=now)
-    return get_plan(store, plan.plan_id)
+    return get_plan(store, plan.plan_id, with_json=False)
 
 
 def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetime | None = None) -> list[str]:
