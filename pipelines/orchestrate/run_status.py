@@ -1,9 +1,9 @@
 """Which steps of a run finished: ``crawl_runs`` and ``ingest_runs``, and the check detect and plan start with.
 
-A step marks its run ``running`` before it writes anything and records its outcome as its last write, so a run
-whose crawl or ingest died half-way (a killed driver, a lost cluster) never reads as succeeded; a failure the step
-sees is recorded as ``failed``. Detect and plan then refuse such a run instead of classifying nothing and
-reporting "nothing plannable", which a scheduler would take for a good night.
+A step records its outcome as its last write, and a rerun first marks its run ``running``, so a run whose crawl or
+ingest died half-way (a killed driver, a lost cluster) never reads as succeeded: it has no row or a ``running`` one.
+A failure the step sees is recorded as ``failed``. Detect and plan then refuse such a run instead of classifying
+nothing and reporting "nothing plannable", which a scheduler would take for a good night.
 """
 
 from __future__ import annotations
@@ -30,13 +30,18 @@ def now_utc() -> datetime:
 
 def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Callable[[], tuple[T, Mapping[str, Any]]]
             ) -> T:
-    """Write ``running`` as the run's row of ``table``, run ``body``, then write the row it returns.
+    """Run ``body`` and write the row it returns as the run's row of ``table``.
 
-    ``body`` returns (its result, the final row). When it raises, the row is rewritten with status ``failed`` (best
+    A rerun (``table`` has a row for the run id already) first rewrites that row as ``running``, so the earlier
+    outcome never outlives the rows being replaced. A new run id gets no row until its outcome (two Delta commits
+    fewer): dying half-way leaves no row, which detect and plan refuse as they refuse ``running``.
+
+    ``body`` returns (its result, the final row). When it raises, the row is written with status ``failed`` (best
     effort: a second failure there is not allowed to hide the first) and the error goes on.
     """
     where = {"run_id": running["run_id"]}
-    store.overwrite_partition(table, where, [{**running, "status": RUNNING}])
+    if store.read_rows(table, where, columns=("status",)):
+        store.overwrite_partition(table, where, [{**running, "status": RUNNING}])
     try:
         result, row = body()
     except BaseException:

@@ -26,7 +26,9 @@ def _status(store: TableStore, table: str, run_id: str) -> str | None:
     return rows[0]["status"] if rows else None
 
 
-def test_tracked_says_running_while_the_body_writes_then_its_outcome(store: TableStore) -> None:
+def test_tracked_writes_a_new_run_once_and_says_running_while_a_rerun_writes(store: TableStore) -> None:
+    """A new run id has no row until its outcome; a rerun's earlier outcome is replaced by ``running`` before the body
+    writes anything, so a rerun that dies half-way never reads as its earlier success."""
     seen: list[str | None] = []
 
     def body() -> tuple[str, dict]:
@@ -34,7 +36,10 @@ def test_tracked_says_running_while_the_body_writes_then_its_outcome(store: Tabl
         return "result", {"run_id": "r1", "cluster": "c", "status": "succeeded"}
 
     assert tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"}, body) == "result"
-    assert seen == ["running"]
+    assert _status(store, "ingest_runs", "r1") == "succeeded"
+    assert len(store.history("ingest_runs")) == 2  # created, then the one outcome row
+    assert tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"}, body) == "result"
+    assert seen == [None, "running"]
     assert _status(store, "ingest_runs", "r1") == "succeeded"
 
 
