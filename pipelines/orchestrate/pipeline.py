@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -98,17 +99,25 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
             done(_brief(step))
         return out
 
+    def release_crawl() -> None:  # until the crawl kept its frames for detect: nothing to release
+        pass
+
     try:
-        crawled = timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments))
+        crawled = timed("crawl", lambda: crawl_step(spark, store, config, run_id, include_segments=include_segments,
+                                                    keep_small=True))
+        release_crawl = crawled.frames.get("release", release_crawl)
         ingested, view = timed("ingest metadata",
-                               lambda: ingest_metadata_step(store, config, run_id, view=fleet_view))
+                               lambda: ingest_metadata_step(store, config, run_id, view=fleet_view, keep_small=True))
         # the events are in metadata_events now; the plan needs only the image (their ~90 MB of Python objects at
         # fleet size go to the plan's items): no reference to the view that holds them is kept
         view, fleet_view = view.without_events(), None
         known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)  # this process wrote both rows
         small = is_small_run(crawled, ingested)
+        # a small run's crawl and ingest kept what they wrote: detect starts from it instead of reading it back
+        given = {**crawled.frames.get("detect_inputs", {}), **ingested.frames.get("detect_inputs", {})}
         detected = timed("detect", lambda: detect_step(spark, store, config, run_id, now=now, known=known, keep=True,
-                                                       cache_inputs=small))
+                                                       cache_inputs=small, given=given))
+        release_crawl()
         findings = detected.frames["findings"]
         try:
             _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
@@ -118,8 +127,10 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         finally:
             findings.unpersist()
     except Exception as exc:
+        with contextlib.suppress(Exception):  # the error to report is exc (a stopped JVM cannot unpersist)
+            release_crawl()
         stopped = as_driver_stopped(exc, spark, spark_log)
-        if stopped is not None:  # nothing can be written without the JVM: crawl_runs keeps "running" (not succeeded)
+        if stopped is not None:  # nothing can be written without the JVM: crawl_runs gets no outcome (not succeeded)
             raise stopped from None
         progress(f"run {run_id} failed; marking it failed in crawl_runs")
         mark_run_failed(store, run_id, progress)

@@ -11,7 +11,7 @@ snapshot restating the same topic does not add it again (its offset within the s
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -61,44 +61,60 @@ class StepReport:
 
 
 def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *,
-               include_segments: bool = False) -> StepReport:
+               include_segments: bool = False, keep_small: bool = False) -> StepReport:
     """Crawl every broker's log dirs (Spark tasks) into crawl_runs, log_dirs, partition_dirs, crawl_errors.
 
-    ``crawl_runs`` says ``running`` while the rows are written and gets the outcome last (``run_status``).
+    ``crawl_runs`` gets the outcome last (``run_status``). ``keep_small``: a crawl of at most ``SMALL_RUN_ROWS``
+    partition dirs keeps its cached rows for detect (``report.frames["detect_inputs"]``: the ``log_dirs`` and
+    ``partition_dirs`` DataFrames as written; call ``report.frames["release"]()`` when done).
     """
     from pipelines.crawl.local_crawl import run_row
     from pipelines.crawl.spark_crawl import crawl
 
     run = {"run_id": run_id}
-    cluster_ids: list[str] = []
+    kept: dict[str, Any] = {"cluster_ids": ()}
 
     def body() -> tuple[dict[str, Any], dict[str, Any]]:
         frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster,
                        include_segments=include_segments)
-        cluster_ids.extend(frames.cluster_ids)
+        kept["cluster_ids"] = frames.cluster_ids
         tables = [("log_dirs", frames.log_dirs), ("partition_dirs", frames.partition_dirs),
                   ("crawl_errors", frames.errors)]
         if include_segments:
             tables.append(("segment_files", frames.segment_files))
+        keep = keep_small and frames.run_row["partition_dirs"] <= SMALL_RUN_ROWS
         try:
             run_writes([partial(store.overwrite_partition, table, run, rows) for table, rows in tables], spark=spark)
-        finally:
+        except BaseException:
+            frames.unpersist()
+            raise
+        if keep:
+            kept["detect_inputs"] = {name: store.as_frame(name, rows) for name, rows in tables[:2]}
+            kept["release"] = frames.unpersist
+        else:
             frames.unpersist()
         return frames.run_row, frames.run_row
 
     running = run_row(run_id=run_id, cluster=config.cluster, started_at=now_utc(), finished_at=None,
                       brokers=config.brokers, log_dirs=0, partition_dirs=0, files=0, bytes_=0, errors=0, jobs=0,
                       code_path=None)
-    row = tracked(store, "crawl_runs", running, body)
+    try:
+        row = tracked(store, "crawl_runs", running, body)
+    except BaseException:
+        kept.get("release", lambda: None)()
+        raise
     keys = ("status", "log_dirs", "partition_dirs", "files", "bytes", "errors", "code_path")
-    return StepReport("crawl", {k: row[k] for k in keys}, frames={"cluster_ids": tuple(cluster_ids)})
+    return StepReport("crawl", {k: row[k] for k in keys}, frames=kept)
 
 
 def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
-                         view: ControllerView | None = None) -> tuple[StepReport, ControllerView]:
+                         view: ControllerView | None = None, keep_small: bool = False
+                         ) -> tuple[StepReport, ControllerView]:
     """Controller image → controller_* tables of this run; its events merged into the durable history.
 
-    ``ingest_runs`` says ``running`` while the rows are written and gets the outcome last (``run_status``).
+    ``ingest_runs`` gets the outcome last (``run_status``). ``keep_small``: an image of at most ``SMALL_RUN_ROWS``
+    partitions and events together keeps its controller tables for detect (``report.frames["detect_inputs"]``:
+    DataFrames of the rows as written).
     """
     import pyarrow.compute as pc
 
@@ -119,12 +135,15 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
         # after the other, so one table's rows are alive at a time (633k partitions: ~150 MB of Arrow each).
         threads = None if len(loaded.events) > LARGE_IMAGE_EVENTS else getattr(store, "spark", None)
         counts: dict[str, Any] = {}
+        kept: dict[str, Any] = {}
 
         def write_image() -> None:
             tables = image_tables(image, run_id=run_id, cluster=config.cluster, source=loaded.source)
             counts.update({name.removeprefix("controller_"): rows.num_rows for name, rows in tables.items()})
             run_writes([partial(store.overwrite_partition, name, {"run_id": run_id}, rows)
                         for name, rows in tables.items()], spark=threads)
+            if keep_small and counts["partitions"] + len(loaded.events) <= SMALL_RUN_ROWS:
+                kept["detect_inputs"] = {name: store.as_frame(name, rows) for name, rows in tables.items()}
 
         def merge_events() -> None:  # both merges write metadata_events: one after the other
             events = event_table(loaded.events, cluster=config.cluster, source=loaded.source, run_id=run_id)
@@ -144,7 +163,7 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
         run_writes([write_image, merge_events], spark=threads)
         counts = {**{k: counts[k] for k in ("topics", "partitions", "brokers", "events")},
                   "metadata_offset": image.last_offset, "complete": image.complete}
-        report = StepReport("ingest_metadata", counts)
+        report = StepReport("ingest_metadata", counts, frames=kept)
         report.notes += [f"controller image incomplete: {r}" for r in image.incomplete_reasons]
         row = {"run_id": run_id, "cluster": config.cluster, "started_at": started, "finished_at": now_utc(),
                "status": "succeeded", "source": loaded.source, "metadata_offset": image.last_offset,
@@ -182,7 +201,7 @@ def detect_inputs(store: TableStore, cluster: str, run_id: str) -> dict[str, Any
 
 def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str,
                 now: datetime | None = None, known: Statuses | None = None, keep: bool = False,
-                cache_inputs: bool = False) -> StepReport:
+                cache_inputs: bool = False, given: Mapping[str, Any] | None = None) -> StepReport:
     """Classify every partition dir of the run against the controller tables of the same run → findings.
 
     ``known``: the crawl and ingest outcomes when this process ran them (they are not read back). ``keep``: the
@@ -190,6 +209,8 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
     summary is taken from that cache instead of the table. ``cache_inputs``: each input table is read once into a
     cache (memory, spilling to disk) for the step, instead of Delta listing its files for every reference and
     filter the detect query makes of it (one Spark job each, ~18 in all); for small runs (``is_small_run``).
+    ``given``: inputs this process still holds as it wrote them (``detect_inputs`` names: the kept frames of
+    ``crawl_step`` and ``ingest_metadata_step``), used instead of reading those tables back.
 
     Raises:
         StepRefused: the run's crawl or ingest did not succeed.
@@ -200,7 +221,7 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
     from pipelines.detect.spark_detect import detect
 
     require_predecessors(store, run_id, "detect", known)
-    inputs = detect_inputs(store, config.cluster, run_id)
+    inputs = {**detect_inputs(store, config.cluster, run_id), **(given or {})}
     if cache_inputs:
         inputs = {name: df.persist(StorageLevel.MEMORY_AND_DISK) for name, df in inputs.items()}
     try:

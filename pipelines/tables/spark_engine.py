@@ -81,6 +81,11 @@ class SparkTableStore(TableStore):
             return declared.to_spark()
         return self.spark.read.format("delta").load(self.table_uri(table)).schema
 
+    def as_frame(self, table: TableRef, rows: Any) -> DataFrame:
+        """``rows`` (a DataFrame, an Arrow table or dicts) as the DataFrame a write of them to ``table`` writes:
+        the table's columns, in its order and types. Reading those rows back gives the same rows."""
+        return self._to_df(table, rows)
+
     def _to_df(self, table: TableRef, rows: Any) -> DataFrame:
         from pyspark.sql import DataFrame
         from pyspark.sql import functions as F

@@ -93,3 +93,46 @@ def test_detect_with_cached_inputs_writes_the_same_findings_with_fewer_jobs(spar
     assert cached_jobs < read_jobs
     levels = [df.storageLevel for df in detect_inputs(store, config.cluster, "r1").values()]
     assert not any(level.useMemory or level.useDisk for level in levels), "detect unpersists what it cached"
+
+
+@pytest.mark.spark
+def test_a_small_run_detects_from_what_crawl_and_ingest_kept_as_from_the_tables(spark, tmp_path: Path) -> None:
+    """Crawl and ingest of a small run keep the rows they wrote; detect given them writes the findings it writes
+    from the tables, with fewer Spark jobs (the tables are not read back), and the crawl's cache is released."""
+    from pipelines.orchestrate.run_status import SUCCEEDED, Statuses
+    from pipelines.orchestrate.steps import crawl_step, ingest_metadata_step
+
+    spec = ClusterSpec(brokers=3, jbod_dirs=2, anomalies=PRESETS["small"], now_ms=int(NOW.timestamp() * 1000),
+                       seed=12)
+    generate(spec, tmp_path, warehouse=str(tmp_path / "warehouse"), force=True)
+    config = load_config(tmp_path / "cluster.yaml")
+    store = warehouse_store(config.warehouse, config.warehouse_storage_options, engine="spark", spark=spark)
+    store.ensure_tables()
+    def cached() -> int:  # cached by us, not the Delta log states delta-spark keeps for itself
+        rdds = spark.sparkContext._jsc.getPersistentRDDs().values()
+        return sum(not str(rdd.name() or "").startswith("Delta Table State") for rdd in rdds)
+
+    before = cached()
+    crawled = crawl_step(spark, store, config, "r1", keep_small=True)
+    assert cached() > before
+    ingested, _ = ingest_metadata_step(store, config, "r1", keep_small=True)
+    given = {**crawled.frames["detect_inputs"], **ingested.frames["detect_inputs"]}
+    assert set(given) == {"log_dirs", "partition_dirs", "controller_topics", "controller_partitions",
+                          "controller_brokers"}
+    known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)
+
+    def findings(inputs: dict[str, Any] | None) -> Callable[[], list[dict[str, Any]]]:
+        def run() -> list[dict[str, Any]]:
+            detect_step(spark, store, config, "r1", now=NOW, known=known, cache_inputs=True, given=inputs)
+            return sorted((r.asDict() for r in store.read("findings", {"run_id": "r1"}).collect()),
+                          key=lambda r: (r["broker_id"], r["log_dir"], r["dir_name"]))
+        return run
+
+    from_tables, table_jobs = jobs_run_by(spark, findings(None))
+    from_kept, kept_jobs = jobs_run_by(spark, findings(given))
+    assert from_kept == from_tables and {r["class"] for r in from_kept} > {"ok"}
+    assert kept_jobs < table_jobs
+    crawled.frames["release"]()
+    assert cached() == before, "the crawl's cached records are released"
+    big, _ = ingest_metadata_step(store, config, "r2", keep_small=False)
+    assert "detect_inputs" not in big.frames
