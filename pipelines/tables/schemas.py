@@ -84,7 +84,8 @@ _RUN = (("run_id", "string", "crawl run id; reruns with the same id replace that
 _WHERE = (("broker_id", "int"), ("log_dir", "string", "log-dir URL as crawled"))
 
 CRAWL_RUNS = _t(
-    "crawl_runs", "One row per crawl run: `running` while its rows are written, then its outcome.", (),
+    "crawl_runs",
+    "One row per crawl run: its outcome, written last (a rerun says `running` while it rewrites the run's rows).", (),
     *_RUN,
     ("started_at", "timestamp"), ("finished_at", "timestamp"),
     ("status", "string", "running | succeeded | partial | failed"),
