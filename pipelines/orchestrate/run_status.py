@@ -9,6 +9,7 @@ nothing and reporting "nothing plannable", which a scheduler would take for a go
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,14 +23,15 @@ USABLE_CRAWL = frozenset({"succeeded", "partial"})
 RUNNING, SUCCEEDED, FAILED = "running", "succeeded", "failed"
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def now_utc() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Callable[[], tuple[T, Mapping[str, Any]]]
-            ) -> T:
+def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Callable[[], tuple[T, Mapping[str, Any]]],
+            *, reader: TableStore | None = None) -> T:
     """Run ``body`` and write the row it returns as the run's row of ``table``.
 
     A rerun (``table`` has a row for the run id already) first rewrites that row as ``running``, so the earlier
@@ -37,10 +39,11 @@ def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Cal
     fewer): dying half-way leaves no row, which detect and plan refuse as they refuse ``running``.
 
     ``body`` returns (its result, the final row). When it raises, the row is written with status ``failed`` (best
-    effort: a second failure there is not allowed to hide the first) and the error goes on.
+    effort: a second failure there is not allowed to hide the first) and the error goes on. ``reader``: a store that
+    looks for the rerun's row without a Spark job (delta-rs over the same warehouse); ``store`` when it cannot.
     """
     where = {"run_id": running["run_id"]}
-    if store.read_rows(table, where, columns=("status",)):
+    if _has_row(store, table, where, reader):
         store.overwrite_partition(table, where, [{**running, "status": RUNNING}])
     try:
         result, row = body()
@@ -50,6 +53,16 @@ def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Cal
         raise
     store.overwrite_partition(table, where, [row])
     return result
+
+
+def _has_row(store: TableStore, table: str, where: Mapping[str, Any], reader: TableStore | None) -> bool:
+    if reader is not None:
+        try:
+            return reader.exists(table) and bool(reader.read_rows(table, where, columns=("status",)))
+        except Exception as exc:  # a table delta-rs cannot read: ask the store that writes it
+            log.warning("delta-rs could not read %s (%s); asking %s", table, repr(exc).splitlines()[0],
+                        type(store).__name__)
+    return bool(store.read_rows(table, where, columns=("status",)))
 
 
 @dataclass(frozen=True)

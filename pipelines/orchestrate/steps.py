@@ -99,7 +99,7 @@ def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id
                       brokers=config.brokers, log_dirs=0, partition_dirs=0, files=0, bytes_=0, errors=0, jobs=0,
                       code_path=None)
     try:
-        row = tracked(store, "crawl_runs", running, body)
+        row = tracked(store, "crawl_runs", running, body, reader=status_reader(store, config))
     except BaseException:
         kept.get("release", lambda: None)()
         raise
@@ -172,7 +172,7 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
         return (report, loaded), row
 
     running = {"run_id": run_id, "cluster": config.cluster, "started_at": started}
-    return tracked(store, "ingest_runs", running, body)
+    return tracked(store, "ingest_runs", running, body, reader=status_reader(store, config))
 
 
 def is_small_run(crawled: StepReport, ingested: StepReport) -> bool:
@@ -247,6 +247,16 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
         "plannable": sum(c["plannable"] for c in by_class.values()),
         "by_class": dict(sorted(by_class.items())),
     }, frames={"findings": findings} if keep else {})
+
+
+def status_reader(store: TableStore, config: AppConfig) -> TableStore | None:
+    """A delta-rs store over ``store``'s warehouse when ``store`` is Spark's: a run-status row is found without a
+    Spark job (``run_status.tracked``)."""
+    if store.engine != "spark":
+        return None
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    return warehouse_store(store.warehouse, config.warehouse_storage_options)
 
 
 def plan_store(config: AppConfig) -> TableStore:

@@ -43,6 +43,39 @@ def test_tracked_writes_a_new_run_once_and_says_running_while_a_rerun_writes(sto
     assert _status(store, "ingest_runs", "r1") == "succeeded"
 
 
+@pytest.mark.parametrize("reader_works", [True, False])
+def test_a_rerun_is_found_by_the_reader_or_else_by_the_store(store: TableStore, monkeypatch: pytest.MonkeyPatch,
+                                                              reader_works: bool) -> None:
+    """``reader`` (delta-rs over the same warehouse, no Spark job) finds the rerun's row; when it cannot read the
+    table, the store that writes it is asked, and the rerun is still marked ``running`` first."""
+    reader = open_store("rust", store.warehouse, allow_foreign_tables=True)
+    tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"},
+            lambda: (None, {"run_id": "r1", "cluster": "c", "status": "succeeded"}), reader=reader)
+    asked: list[str] = []
+    store_read = store.read_rows
+
+    def store_reads(table: str, *args: object, **kwargs: object) -> list[dict]:
+        asked.append(table)
+        return store_read(table, *args, **kwargs)
+
+    def unreadable(*args: object, **kwargs: object) -> list[dict]:
+        raise OSError("unsupported reader feature")
+
+    monkeypatch.setattr(store, "read_rows", store_reads)
+    if not reader_works:
+        monkeypatch.setattr(reader, "read_rows", unreadable)
+    seen: list[str | None] = []
+
+    def body() -> tuple[None, dict]:
+        seen.append(_status(reader if reader_works else store, "ingest_runs", "r1"))
+        return None, {"run_id": "r1", "cluster": "c", "status": "succeeded"}
+
+    asked.clear()
+    tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"}, body, reader=reader)
+    assert seen == ["running"]
+    assert asked == ([] if reader_works else ["ingest_runs", "ingest_runs"])
+
+
 def test_a_failing_body_leaves_failed_never_an_earlier_success(store: TableStore) -> None:
     tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"},
             lambda: (None, {"run_id": "r1", "cluster": "c", "status": "succeeded"}))
