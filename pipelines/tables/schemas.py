@@ -202,6 +202,10 @@ GC_PLANS = _t(
     ("plan_json", "string"),
 )
 
+#: Columns holding whole documents (a fleet's plan JSON is tens of MB): written without Parquet statistics or a
+#: dictionary, which would only copy the value again (``rust_engine``).
+DOCUMENT_COLUMNS: dict[str, tuple[str, ...]] = {"gc_plans": ("plan_json",)}
+
 GC_PLAN_ITEMS = _t(
     "gc_plan_items", "Items of each plan.", ("plan_id",),
     ("plan_id", "string"), ("item_id", "string"), ("cluster", "string"), *_WHERE, ("dir_name", "string"),
