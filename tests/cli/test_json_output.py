@@ -112,18 +112,24 @@ def test_in_process_commands_print_one_document(tmp_path: Path, capsys: pytest.C
 
 
 @pytest.mark.spark
-def test_demo_and_run_print_one_document(demo_run: DemoRun, tmp_path: Path) -> None:
+def test_demo_prints_one_document(demo_run: DemoRun) -> None:
     demo = demo_run.done
     assert demo.returncode == 0, demo.stderr[-3000:]
     doc = one_document(demo.stdout)
     assert doc["plan_id"] and doc["metrics"]["file"]
+    step_lines = [line for line in demo.stderr.splitlines() if " done in " in line]
+    assert [line.split("]")[0] for line in step_lines] == ["[1/4", "[2/4", "[3/4", "[4/4"]  # one line per step
+
+
+@pytest.mark.spark
+@pytest.mark.second_tier  # a second whole run in a fresh process (over 2 minutes in CI); demo covers the same output
+def test_run_prints_one_document_and_runs_at_its_now(demo_run: DemoRun, tmp_path: Path) -> None:
+    demo = one_document(demo_run.done.stdout)
     now = "2030-01-02T03:04:05+00:00"  # --now: the clock of detect and plan, as the jobs' --now
     again = run_cli(["run", "--config", str(demo_run.out / "cluster.yaml"), "--run-id", "again", "--now", now,
                      "--json"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert one_document(again.stdout)["cluster"] == doc["cluster"]
+    assert one_document(again.stdout)["cluster"] == demo["cluster"]
     warehouse = yaml.safe_load((demo_run.out / "cluster.yaml").read_text())["warehouse"]
     detected = {r["detected_at"] for r in open_store("rust", warehouse).read_rows("findings", {"run_id": "again"})}
     assert detected == {datetime.fromisoformat(now)}
-    step_lines = [line for line in demo.stderr.splitlines() if " done in " in line]
-    assert [line.split("]")[0] for line in step_lines] == ["[1/4", "[2/4", "[3/4", "[4/4"]  # one line per step

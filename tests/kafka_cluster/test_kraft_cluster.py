@@ -47,7 +47,9 @@ REPO = Path(__file__).resolve().parents[2]
 DELETE_DELAY_MS = 600_000
 
 
-@pytest.fixture(scope="module", params=[KAFKA_4, KAFKA_3], ids=lambda v: f"kafka-{v}")
+# the newest Kafka in ``make test``; the older line too in the second tier (CI budget)
+@pytest.fixture(scope="module", params=[KAFKA_4, pytest.param(KAFKA_3, marks=pytest.mark.second_tier)],
+                ids=lambda v: f"kafka-{v}")
 def kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     jars = resolve_or_skip(request.param)
     cluster = KafkaCluster(
