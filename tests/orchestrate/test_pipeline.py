@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,7 +44,8 @@ def _keys(rows: list[dict]) -> list[tuple]:
     return sorted((r["broker_id"], r["log_dir"], r["dir_name"]) for r in rows)
 
 
-def test_run_reproduces_truth_plans_only_garbage_and_reruns_idempotently(spark, cluster: Path) -> None:
+def test_run_reproduces_truth_plans_only_garbage_and_reruns_idempotently(spark, cluster: Path,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
     config = load_config(cluster / "cluster.yaml")
     truth = load_truth(cluster / "truth.json")
     lines: list[str] = []
@@ -69,7 +71,12 @@ def test_run_reproduces_truth_plans_only_garbage_and_reruns_idempotently(spark, 
     counts = {t: len(store.read_rows(t, where={"run_id": "r1"}))
               for t in ("partition_dirs", "log_dirs", "findings", "controller_topics", "controller_partitions")}
     events = len(store.read_rows("metadata_events"))
-    run_pipeline(config, "r1", created_by="scheduler", now=NOW)
+    commits = len(store.history("crawl_runs"))
+    with caplog.at_level(logging.WARNING, logger="pipelines.orchestrate.run_status"):
+        run_pipeline(config, "r1", created_by="scheduler", now=NOW)
+    # delta-rs found the earlier row in the table Spark wrote: the rerun was marked running, then got its outcome
+    assert len(store.history("crawl_runs")) == commits + 2
+    assert not [r for r in caplog.records if r.name == "pipelines.orchestrate.run_status"]
     assert {t: len(store.read_rows(t, where={"run_id": "r1"})) for t in counts} == counts
     assert len(store.read_rows("metadata_events")) == events, "the event history is merged, never duplicated"
     assert _keys(store.read_rows("findings", where={"run_id": "r1"})) == _keys(findings)
