@@ -1,7 +1,8 @@
 # The two set-up commands of the README:
 #   make demo   installs everything into .venv and runs the whole pipeline on a generated demo cluster
 #   make test   installs everything (plus the system packages the tests use) and runs the test suite
-#               (all but the second tier: the jobs on a Spark standalone cluster and the long property/fuzz runs,
+#               (all but the second tier: the jobs on a Spark standalone cluster, the KRaft tests on Kafka 3.9.2
+#               and the long property/fuzz runs,
 #               `make test-second-tier`)
 .PHONY: setup system-deps demo test test-second-tier test-fast lint bench
 
