@@ -15,6 +15,7 @@ from pipelines.deploy.executor_check import as_missing_module, check_executors, 
 from pipelines.errors import StorageUnavailable
 from pipelines.orchestrate.driver_stopped import as_driver_stopped
 from pipelines.orchestrate.fleet import with_fleet
+from pipelines.orchestrate.memory import release_unused_memory
 from pipelines.orchestrate.run_status import SUCCEEDED, Statuses
 from pipelines.orchestrate.steps import (
     StepReport,
@@ -111,6 +112,7 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         # the events are in metadata_events now; the plan needs only the image (their ~90 MB of Python objects at
         # fleet size go to the plan's items): no reference to the view that holds them is kept
         view, fleet_view = view.without_events(), None
+        release_unused_memory()  # the ingest's Arrow rows: the plan's items and writes are not Arrow's to reuse them
         known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)  # this process wrote both rows
         small = is_small_run(crawled, ingested)
         # a small run's crawl and ingest kept what they wrote: detect starts from it instead of reading it back
