@@ -252,16 +252,25 @@ def generate(work: Path, dirs: int) -> Path:
 # -- one size ---------------------------------------------------------------------------------------------------
 
 
+def _rss_mib() -> int:
+    """The driver's resident set now (``ru_maxrss`` only ever gives the peak)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS:"))
+
+
 class _StepTimes:
     """A progress reporter that keeps each step's seconds and the driver's peak RSS when it ended (the step whose
-    figure first reaches the process's peak is the one that set it)."""
+    figure first reaches the process's peak is the one that set it), and prints the RSS at each step's start and
+    end: what a step leaves resident for the next one, beside the peak."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self.peak_rss_mib: dict[str, int] = {}
+        self.rss_at_start_mib: dict[str, int] = {}
 
     def step_started(self, step: str, index: int, total: int) -> None:
-        print(f"  {step} ...", file=sys.stderr, flush=True)
+        self.rss_at_start_mib[step] = _rss_mib()
+        print(f"  {step} ... (driver Python RSS {self.rss_at_start_mib[step]} MiB)", file=sys.stderr, flush=True)
 
     def step_advanced(self, step: str, done: int, total: int | None, unit: str, size: int | None) -> None:
         pass
@@ -269,8 +278,8 @@ class _StepTimes:
     def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None:
         self.seconds[step] = seconds
         self.peak_rss_mib[step] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-        print(f"  {step}: {seconds:.1f}s, driver Python peak so far {self.peak_rss_mib[step]} MiB ({summary})",
-              file=sys.stderr, flush=True)
+        print(f"  {step}: {seconds:.1f}s, driver Python peak so far {self.peak_rss_mib[step]} MiB, RSS now"
+              f" {_rss_mib()} MiB ({summary})", file=sys.stderr, flush=True)
 
     def step_abandoned(self, step: str) -> None:
         pass
