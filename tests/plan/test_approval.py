@@ -50,6 +50,7 @@ def test_register_stores_the_rows_plan_row_and_plan_item_table_build(store: Tabl
     assert {name for name in ALL_TABLES if store.exists(name)} == set(approval.TABLES)
     [stored] = store.read_rows("gc_plans", {"plan_id": "p1"})
     assert stored == row
+    assert approval.plan_table(p, PolicyConfig(), at=NOW).to_pylist() == [row]  # the JSON as one Arrow buffer
     assert approval.plan_row(p, PolicyConfig())["updated_at"] == p.created_at
     by_id = itemgetter("item_id")
     assert sorted(store.read_rows("gc_plan_items", {"plan_id": "p1"}), key=by_id) == sorted(items, key=by_id)
