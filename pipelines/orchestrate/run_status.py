@@ -40,10 +40,10 @@ def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Cal
 
     ``body`` returns (its result, the final row). When it raises, the row is written with status ``failed`` (best
     effort: a second failure there is not allowed to hide the first) and the error goes on. ``reader``: a store that
-    looks for the rerun's row without a Spark job (delta-rs over the same warehouse); ``store`` when it cannot.
+    looks for the rerun's row without a Spark job (delta-rs over the same warehouse); ``store`` when it cannot read it.
     """
     where = {"run_id": running["run_id"]}
-    if _has_row(store, table, where, reader):
+    if _status_rows(store, table, where, reader):
         store.overwrite_partition(table, where, [{**running, "status": RUNNING}])
     try:
         result, row = body()
@@ -55,14 +55,17 @@ def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Cal
     return result
 
 
-def _has_row(store: TableStore, table: str, where: Mapping[str, Any], reader: TableStore | None) -> bool:
+def _status_rows(store: TableStore, table: str, where: Mapping[str, Any], reader: TableStore | None
+                 ) -> list[dict[str, Any]]:
+    """The ``status`` of ``table``'s rows matching ``where``, read with ``reader`` (delta-rs over the same warehouse:
+    no Spark job) when given; with ``store`` otherwise, or when ``reader`` cannot read the table."""
     if reader is not None:
         try:
-            return reader.exists(table) and bool(reader.read_rows(table, where, columns=("status",)))
+            return reader.read_rows(table, where, columns=("status",)) if reader.exists(table) else []
         except Exception as exc:  # a table delta-rs cannot read: ask the store that writes it
             log.warning("delta-rs could not read %s (%s); asking %s", table, repr(exc).splitlines()[0],
                         type(store).__name__)
-    return bool(store.read_rows(table, where, columns=("status",)))
+    return store.read_rows(table, where, columns=("status",))
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,12 @@ class Statuses:
     ingest: str | None
 
 
-def require_predecessors(store: TableStore, run_id: str, step: str, known: Statuses | None = None) -> None:
+def require_predecessors(store: TableStore, run_id: str, step: str, known: Statuses | None = None, *,
+                         reader: TableStore | None = None) -> None:
     """Refuse ``step`` on a run whose crawl is missing, running or failed, or whose ingest did not succeed.
 
     ``known``: the statuses this process wrote itself (``logdir-gc run``), instead of reading them back.
+    ``reader`` as in :func:`tracked`.
 
     Raises:
         StepRefused: one line naming the run, the step that did not succeed and its status.
@@ -84,7 +89,7 @@ def require_predecessors(store: TableStore, run_id: str, step: str, known: Statu
     def status(table: str, known_status: str | None) -> str | None:
         if known is not None:
             return known_status
-        rows = store.read_rows(table, {"run_id": run_id})
+        rows = _status_rows(store, table, {"run_id": run_id}, reader)
         return rows[0]["status"] if rows else None
 
     crawl_status = status("crawl_runs", known.crawl if known else None)

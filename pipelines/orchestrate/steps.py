@@ -220,7 +220,7 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
 
     from pipelines.detect.spark_detect import detect
 
-    require_predecessors(store, run_id, "detect", known)
+    require_predecessors(store, run_id, "detect", known, reader=status_reader(store, config))
     inputs = {**detect_inputs(store, config.cluster, run_id), **(given or {})}
     if cache_inputs:
         inputs = {name: df.persist(StorageLevel.MEMORY_AND_DISK) for name, df in inputs.items()}
@@ -318,7 +318,7 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
     from pipelines.plan.emit import emit_plan
     from pipelines.tables.object_store import warehouse_storage
 
-    require_predecessors(store, run_id, "plan", known)
+    require_predecessors(store, run_id, "plan", known, reader=status_reader(store, config))
     view = view or load_controller_view(config.metadata)
     live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings, cluster_ids, plannable)
     out_dir = plans_dir(config)

@@ -76,6 +76,19 @@ def test_a_rerun_is_found_by_the_reader_or_else_by_the_store(store: TableStore, 
     assert asked == ([] if reader_works else ["ingest_runs", "ingest_runs"])
 
 
+def test_the_predecessor_check_reads_with_the_reader(store: TableStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Detect and plan jobs check the run's statuses with the reader (no Spark job), as ``tracked`` does."""
+    _crawl(store, "failed")
+    reader = open_store("rust", store.warehouse, allow_foreign_tables=True)
+
+    def no_store_reads(*args: object, **kwargs: object) -> list[dict]:
+        raise AssertionError("read through the store")
+
+    monkeypatch.setattr(store, "read_rows", no_store_reads)
+    with pytest.raises(StepRefused, match="status failed"):
+        require_predecessors(store, "r1", "detect", reader=reader)
+
+
 def test_a_failing_body_leaves_failed_never_an_earlier_success(store: TableStore) -> None:
     tracked(store, "ingest_runs", {"run_id": "r1", "cluster": "c"},
             lambda: (None, {"run_id": "r1", "cluster": "c", "status": "succeeded"}))
