@@ -266,11 +266,9 @@ class _StepTimes:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self.peak_rss_mib: dict[str, int] = {}
-        self.rss_at_start_mib: dict[str, int] = {}
 
     def step_started(self, step: str, index: int, total: int) -> None:
-        self.rss_at_start_mib[step] = _rss_mib()
-        print(f"  {step} ... (driver Python RSS {self.rss_at_start_mib[step]} MiB)", file=sys.stderr, flush=True)
+        print(f"  {step} ... (driver Python RSS {_rss_mib()} MiB)", file=sys.stderr, flush=True)
 
     def step_advanced(self, step: str, done: int, total: int | None, unit: str, size: int | None) -> None:
         pass

@@ -353,10 +353,11 @@ def plan_table(plan: GcPlan, policy: PolicyConfig, *, at: datetime | None = None
     document = bytearray()
     for chunk in plan.iter_json():
         document += chunk.encode("utf-8")
-    offsets = pa.array([0, len(document)], pa.int32()).buffers()[1]
+    offsets = pa.array([0, len(document)], pa.int64()).buffers()[1]
     table = pa.Table.from_pylist([plan_row(plan, policy, at=at, with_json=False)],
                                  schema=pa.schema([f for f in schema if f.name != "plan_json"]))
-    column = pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(document)])
+    # built with 64-bit offsets, then cast: the cast shares the bytes and refuses a document over 2 GiB
+    column = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(document)]).cast(pa.string())
     return table.append_column(schema.field("plan_json"), column).select(schema.names)
 
 
