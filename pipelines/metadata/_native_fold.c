@@ -17,7 +17,9 @@
  *   base) with the decoder's types and a directory list that fits the replicas, stores the registration
  *   partition_merge.partition_from_record makes in `change.changed` and returns True: the caller then counts the
  *   one partition_added event TopicsDelta.replay_partition would have emitted. Otherwise it touches nothing and
- *   returns False (an error raised here is a memory error, raised before anything is stored).
+ *   returns False (an error raised here is a memory error, raised before anything is stored). The replicas, ISR,
+ *   leader and directories stored are the context's shared values (metadata/shared_values.py): the table is emptied
+ *   first when it holds more than the context's bound, then each value is looked up or added.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -184,8 +186,8 @@ fail:
 }
 
 /* positions in the add context (fold.ADD_CONTEXT) */
-enum { A_TOPIC_KEY, A_PARTITION_KEY, A_KEYS, A_PENDING, A_CHANGED, A_BASE, A_NEW_PARTITION, A_MIGRATING,
-       ADD_CONTEXT_SIZE };
+enum { A_TOPIC_KEY, A_PARTITION_KEY, A_KEYS, A_PENDING, A_CHANGED, A_BASE, A_NEW_PARTITION, A_MIGRATING, A_SHARED,
+       A_SHARED_MAX, ADD_CONTEXT_SIZE };
 /* positions in the PartitionRecord keys (fold.PARTITION_KEYS) */
 enum { P_REPLICAS, P_DIRECTORIES, P_ISR, P_REMOVING, P_ADDING, P_LEADER, P_LEADER_EPOCH, P_PARTITION_EPOCH, P_RECOVERY,
        P_ELR, P_LAST_KNOWN_ELR, N_PARTITION_KEYS };
@@ -274,12 +276,29 @@ static PyObject *add(PyObject *module, PyObject *const *args, Py_ssize_t nargs) 
         directories = dirs;
         Py_INCREF(directories);
     }
+    PyObject *table = PyTuple_GET_ITEM(context, A_SHARED);
+    Py_ssize_t bound = PyLong_AsSsize_t(PyTuple_GET_ITEM(context, A_SHARED_MAX));
+    if (bound == -1 && PyErr_Occurred()) goto fail;
+    if (!PyDict_CheckExact(table)) {
+        PyErr_SetString(PyExc_TypeError, "add(): the shared values are not a dict");
+        goto fail;
+    }
+    if (PyDict_GET_SIZE(table) > bound) PyDict_Clear(table); /* once: the values below stay in the table */
     PyObject *empty = PyTuple_New(0);
     if (empty == NULL) goto fail;
+    /* borrowed from the table, which keeps them until the registration holds them */
+    PyObject *replicas = PyDict_SetDefault(table, v[P_REPLICAS], v[P_REPLICAS]);
+    PyObject *isr = replicas == NULL || v[P_ISR] == Py_None ? empty : PyDict_SetDefault(table, v[P_ISR], v[P_ISR]);
+    PyObject *leader = isr == NULL ? NULL : PyDict_SetDefault(table, v[P_LEADER], v[P_LEADER]);
+    PyObject *dirs_shared = leader == NULL ? NULL : PyDict_SetDefault(table, directories, directories);
+    if (dirs_shared == NULL) {
+        Py_DECREF(empty);
+        goto fail;
+    }
 #define OR_EMPTY(x) ((x) == Py_None ? empty : (x))
-    PyObject *part_args[] = {partition, v[P_REPLICAS], OR_EMPTY(v[P_ISR]), OR_EMPTY(v[P_REMOVING]),
-                             OR_EMPTY(v[P_ADDING]), v[P_LEADER], v[P_LEADER_EPOCH], v[P_PARTITION_EPOCH], directories,
-                             v[P_RECOVERY], OR_EMPTY(v[P_ELR]), OR_EMPTY(v[P_LAST_KNOWN_ELR])};
+    PyObject *part_args[] = {partition, replicas, isr, OR_EMPTY(v[P_REMOVING]), OR_EMPTY(v[P_ADDING]), leader,
+                             v[P_LEADER_EPOCH], v[P_PARTITION_EPOCH], dirs_shared, v[P_RECOVERY],
+                             OR_EMPTY(v[P_ELR]), OR_EMPTY(v[P_LAST_KNOWN_ELR])};
 #undef OR_EMPTY
     new = PyObject_Vectorcall(PyTuple_GET_ITEM(context, A_NEW_PARTITION), part_args, 12, NULL);
     Py_DECREF(empty);

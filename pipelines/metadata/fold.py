@@ -30,6 +30,7 @@ from pipelines.metadata.partition_merge import (
     fold_change,
     pending_change,
 )
+from pipelines.metadata.shared_values import SHARED_MAX, SHARED_VALUES
 
 __all__ = ["ADD_CONTEXT", "FOLD_CONTEXT", "PARTITION_KEYS", "Adder", "Folder", "add_partition", "adder",
            "fold_pending", "folder"]
@@ -48,9 +49,10 @@ PARTITION_KEYS = ("replicas", "directories", "isr", "removing_replicas", "adding
 """The PartitionRecord fields a registration is made of (``partition_merge.partition_from_record``)."""
 
 ADD_CONTEXT = ("topic_id", "partition_id", PARTITION_KEYS, "pending", "changed", "base",
-               fast_constructor(PartitionImage), MIGRATING)
+               fast_constructor(PartitionImage), MIGRATING, SHARED_VALUES, SHARED_MAX)
 """What :func:`add_partition` and its compiled twin are told: field names, the attributes of a topic change, how a
-registration is made and the directory id that stands for "not assigned yet"."""
+registration is made, the directory id that stands for "not assigned yet", and the table of shared values
+(``pipelines.metadata.shared_values``) with its bound."""
 
 Adder = Callable[[tuple, dict, Any], bool]
 
@@ -126,7 +128,8 @@ def add_partition(context: tuple, changed: dict[Any, Any], fields: Mapping[str, 
     touch nothing: a record that is not an exact dict of the decoder's types, an unknown topic, a partition the
     change knows (pending, changed or in its base: its events differ), or directories that do not fit the replicas
     (an error the ordinary replay reports)."""
-    topic_key, partition_key, keys, pending_attr, changed_attr, base_attr, new_partition, migrating = context
+    topic_key, partition_key, keys, pending_attr, changed_attr, base_attr, new_partition, migrating, table, bound = (
+        context)
     found = _record_of_changed_topic(changed, fields, topic_key, partition_key, keys)
     if found is None:
         return False
@@ -150,10 +153,14 @@ def add_partition(context: tuple, changed: dict[Any, Any], fields: Mapping[str, 
         return False
     if not dirs or dirs.count(migrating) == len(dirs):
         dirs = (migrating,) * len(replicas)
+    if len(table) > bound:  # checked once, before the first of this record's values is added
+        table.clear()
+    share = table.setdefault
     partitions[partition] = new_partition(
-        partition, replicas, () if isr is None else isr, () if removing is None else removing,
-        () if adding is None else adding, leader, leader_epoch, partition_epoch, dirs, recovery,
-        () if elr is None else elr, () if last_known_elr is None else last_known_elr)
+        partition, share(replicas, replicas), () if isr is None else share(isr, isr),
+        () if removing is None else removing, () if adding is None else adding, share(leader, leader), leader_epoch,
+        partition_epoch, share(dirs, dirs), recovery, () if elr is None else elr,
+        () if last_known_elr is None else last_known_elr)
     return True
 
 

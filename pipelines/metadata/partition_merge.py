@@ -21,6 +21,7 @@ from pipelines.errors import ReplayError
 from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.uuid import MIGRATING, Uuid
 from pipelines.metadata.image import PartitionImage
+from pipelines.metadata.shared_values import shared, shared_dirs, shared_table
 
 NO_LEADER_CHANGE = -2
 NO_LEADER = -1
@@ -34,21 +35,9 @@ def _ints(value: Any) -> tuple[int, ...]:
     return () if value is None else tuple(value)
 
 
-_SHARED_IDS: dict[Uuid, Uuid] = {}
-_SHARED_IDS_MAX = 1 << 16
-
-
-def _shared(dirs: Any) -> tuple[Uuid, ...]:
-    """The directory ids as one shared object per distinct id: a fleet has a few thousand of them in millions of
-    replicas, and each decoded copy costs about 130 bytes (a third of a 633k-partition image)."""
-    if len(_SHARED_IDS) > _SHARED_IDS_MAX:  # a log of that many distinct dir ids: start over rather than grow
-        _SHARED_IDS.clear()
-    return tuple(map(_SHARED_IDS.setdefault, dirs, dirs))
-
-
 def _default_to_migrating(directories: tuple[Uuid, ...] | None, replica_count: int) -> tuple[Uuid, ...]:
     if not directories or directories.count(MIGRATING) == len(directories):
-        return (MIGRATING,) * replica_count
+        return shared((MIGRATING,) * replica_count)
     return directories
 
 
@@ -58,19 +47,22 @@ def partition_from_record(fields: Mapping[str, Any]) -> PartitionImage:
     Raises:
         ReplayError: a non-empty Directories array whose length differs from Replicas.
     """
+    share = shared_table().setdefault  # replica lists, ISRs and leaders repeat across partitions: one object each
     replicas = _ints(fields["replicas"])
+    replicas = share(replicas, replicas)
     raw_dirs = fields.get("directories")
-    dirs = _shared(raw_dirs) if raw_dirs else ()
+    dirs = shared_dirs(raw_dirs) if raw_dirs else ()
     if dirs and len(dirs) != len(replicas):
         raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
     isr = _ints(fields.get("isr"))
+    leader = fields.get("leader", NO_LEADER)
     return _new_partition(
         fields["partition_id"],
         replicas,
-        replicas if isr == replicas else isr,
+        replicas if isr == replicas else share(isr, isr),
         _ints(fields.get("removing_replicas")),
         _ints(fields.get("adding_replicas")),
-        fields.get("leader", NO_LEADER),
+        share(leader, leader),
         fields.get("leader_epoch", 0),
         fields.get("partition_epoch", 0),
         _default_to_migrating(dirs, len(replicas)),
@@ -113,9 +105,9 @@ def merge_change(old: PartitionImage, values: tuple) -> PartitionImage:
         replicas = old.replicas
         dirs = old.directories  # hot path (ISR/leader changes): already normalised for these replicas
     else:
-        replicas = old.replicas if replicas_field is None else tuple(replicas_field)
+        replicas = old.replicas if replicas_field is None else shared(tuple(replicas_field))
         if dirs_field is not None:
-            dirs = tuple(dirs_field)
+            dirs = shared_dirs(tuple(dirs_field))
             if replicas_field is not None and dirs and len(dirs) != len(replicas):
                 raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
         else:
@@ -126,11 +118,11 @@ def merge_change(old: PartitionImage, values: tuple) -> PartitionImage:
     if leader is None or leader == NO_LEADER_CHANGE:
         leader, leader_epoch = old.leader, old.leader_epoch
     else:
-        leader_epoch = old.leader_epoch + 1
+        leader, leader_epoch = shared(leader), old.leader_epoch + 1
     return _new_partition(
         old.partition,
         replicas,
-        old.isr if isr is None else tuple(isr),
+        old.isr if isr is None else shared(tuple(isr)),
         old.removing_replicas if removing is None else tuple(removing),
         old.adding_replicas if adding is None else tuple(adding),
         leader,
@@ -174,10 +166,10 @@ def settle_change(state: list) -> PartitionImage:
     return _new_partition(
         old.partition,
         old.replicas,
-        old.isr if isr is None else isr,
+        old.isr if isr is None else shared(isr),
         old.removing_replicas,
         old.adding_replicas,
-        old.leader if leader_changes == 0 else leader,
+        old.leader if leader_changes == 0 else shared(leader),
         old.leader_epoch + leader_changes,
         old.partition_epoch + changes,
         old.directories,
