@@ -107,7 +107,7 @@ def merge_change(old: PartitionImage, values: tuple) -> PartitionImage:
     else:
         replicas = old.replicas if replicas_field is None else shared(tuple(replicas_field))
         if dirs_field is not None:
-            dirs = shared_dirs(tuple(dirs_field))
+            dirs = shared_dirs(dirs_field)
             if replicas_field is not None and dirs and len(dirs) != len(replicas):
                 raise ReplayError(f"{len(dirs)} directories for {len(replicas)} replicas")
         else:

@@ -47,7 +47,7 @@ from pipelines.metadata.image import (
     TopicImage,
     TopicsImage,
 )
-from pipelines.metadata.shared_values import shared, shared_table
+from pipelines.metadata.shared_values import shared_table
 from pipelines.metadata.source import ControllerSource, ControllerView
 from pipelines.metadata.zookeeper_znodes import Znode, ZnodeSnapshot, load_dump, read_live
 
@@ -115,9 +115,10 @@ class _Build:
                 recovery = int(doc.get("leader_recovery_state", 0))
             except (DecodeError, TypeError, ValueError, AttributeError) as exc:
                 self.notes.append(f"{state_path}: unreadable ({exc}): leader and ISR unknown")
-        share = shared_table().setdefault  # one object per distinct replica list, ISR and leader
+        share = shared_table().setdefault  # one object per distinct replica list, ISR, leader and directory list
+        dirs = (MIGRATING,) * len(replicas)
         return PartitionImage(p, share(replicas, replicas), share(isr, isr), removing, adding, share(leader, leader),
-                              leader_epoch, epoch, shared((MIGRATING,) * len(replicas)), recovery)
+                              leader_epoch, epoch, share(dirs, dirs), recovery)
 
     def topic(self, name: str, targets: Mapping[tuple[str, int], tuple[int, ...]]) -> TopicImage | None:
         """The topic znode as a ``TopicImage`` (zero id when it has none); None, with a problem, if unreadable."""
