@@ -94,6 +94,17 @@ class RustTableStore(TableStore):
         except TableNotFoundError as exc:
             raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}") from exc
 
+    def may_hold(self, table: TableRef, where: Where) -> bool:
+        """False only when the table's log proves it holds no row matching ``where`` (``row_probe``); a missing
+        table holds none."""
+        from pipelines.tables.row_probe import may_hold
+
+        try:
+            opened = self._open(table)
+        except FileNotFoundError:
+            return False
+        return may_hold(opened, where)
+
     def _arrow_schema(self, table: TableRef) -> pa.Schema:
         declared = self.declared_schema(table)
         if declared is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkTableStore"]
 
+log = logging.getLogger(__name__)
+
 
 class SparkTableStore(TableStore):
     """Delta tables read and written with delta-spark through ``spark``.
@@ -38,14 +41,20 @@ class SparkTableStore(TableStore):
     Rows in: a ``DataFrame`` (columns are selected by name and cast to the table's types), ``list[dict]`` or a
     ``pyarrow.Table``. :meth:`read` returns a ``DataFrame``. Object-store settings are the session's (see
     ``pipelines.tables.warehouse_store``, which sets them); ``**kwargs`` as in ``TableStore``.
+
+    ``probe``: a store that reads the same warehouse without Spark (delta-rs), asked before replacing rows whether
+    the table can hold any (``may_hold``); when it proves it cannot, the write is a blind append, which needs no
+    Spark job to rebuild the table's state first. Two writers of the same rows at once (one run id run twice
+    concurrently) could then both append; the pipeline never runs a run id twice at once.
     """
 
     engine = "spark"
 
     def __init__(self, spark: SparkSession, warehouse: str, *, retry: RetryPolicy = DEFAULT_RETRY,
-                 **kwargs: Any) -> None:
+                 probe: TableStore | None = None, **kwargs: Any) -> None:
         super().__init__(warehouse, retry=retry, **kwargs)
         self.spark = spark
+        self.probe = probe
 
     def is_conflict(self, exc: BaseException) -> bool:
         from delta.exceptions import (
@@ -163,14 +172,35 @@ class SparkTableStore(TableStore):
                     raise ValueError(f"{table_name(table)}: row {index} does not match {dict(predicate_columns)}")
         elif not isinstance(rows, DataFrame) and (index := first_mismatch(rows, predicate_columns)) is not None:
             raise ValueError(f"{table_name(table)}: row {index} does not match {dict(predicate_columns)}")
-        df = self._to_df(table, rows)
         predicate = sql_predicate(predicate_columns, "spark")
+        nothing_to_replace = not self._may_hold(table, predicate_columns)
+        if nothing_to_replace and _no_rows(rows):
+            return  # no rows replaced by none: no commit
+        df = self._to_df(table, rows)
+        if nothing_to_replace:  # append, each row checked against the predicate as replaceWhere checks it
+            from pyspark.sql import functions as F
+
+            checked = df.where(F.assert_true(F.expr(predicate), f"a row does not match {predicate}").isNull())
+            self._retrying(lambda: checked.write.format("delta").mode("append").option("mergeSchema", "true")
+                           .save(self.table_uri(table)))
+            return
         self._retrying(
             lambda: (
                 df.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
                 .option("mergeSchema", "true").save(self.table_uri(table))
             )
         )
+
+    def _may_hold(self, table: TableRef, where: Where) -> bool:
+        """The probe's answer; True without a probe or when it fails (replaceWhere then finds out itself)."""
+        if self.probe is None:
+            return True
+        try:
+            return self.probe.may_hold(table, where)
+        except Exception as exc:
+            log.warning("could not tell from %s's log whether it holds %s (%s); replacing them with replaceWhere",
+                        table_name(table), dict(where), repr(exc).splitlines()[0])
+            return True
 
     def merge(
         self, table: TableRef, rows: Any, keys: Sequence[str], update_columns: Sequence[str] | None = None
@@ -286,6 +316,13 @@ class SparkTableStore(TableStore):
             raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}")
         row = self._delta_table(table).history(1).select("version").first()
         return int(row[0])
+
+
+def _no_rows(rows: Any) -> bool:
+    """True for an empty list or Arrow table (a DataFrame's row count would take a Spark job)."""
+    if isinstance(rows, list | tuple):
+        return not rows
+    return getattr(rows, "num_rows", None) == 0
 
 
 def _typed_literal(value: Any, data_type: DataType) -> str:

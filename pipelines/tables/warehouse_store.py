@@ -1,7 +1,8 @@
 """Open the warehouse with either engine, object-store settings included: the one place commands and jobs use.
 
 ``warehouse_store(url, options)`` gives the delta-rs store (CLI, plan step, executor); with ``engine="spark"`` and
-a session it sets the session's s3a settings first and gives the delta-spark store. ``options`` are the config's
+a session it sets the session's s3a settings first and gives the delta-spark store, with a delta-rs store over the
+same warehouse as its ``probe``. ``options`` are the config's
 ``warehouse_storage_options`` (they win over the standard AWS variables; see ``object_store``).
 """
 
@@ -32,7 +33,8 @@ def warehouse_store(url: str, options: Mapping[str, Any] | None = None, *, engin
         from pipelines.tables.spark_engine import SparkTableStore
 
         storage.configure_spark(spark)
-        return SparkTableStore(spark, url, secrets=storage.secrets, **kwargs)
+        probe = warehouse_store(url, options, storage_retry=kwargs.get("storage_retry"))
+        return SparkTableStore(spark, url, secrets=storage.secrets, probe=probe, **kwargs)
     from pipelines.tables.rust_engine import RustTableStore
 
     return RustTableStore(url, storage_options=storage.delta_rs or None, secrets=storage.secrets, **kwargs)

@@ -1,0 +1,116 @@
+"""Whether a table can hold rows matching ``column = value``, from its log (``row_probe``), and what the Spark store
+does with the answer: a blind append where nothing can be replaced, replaceWhere otherwise, no commit for no rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from pipelines.tables.row_probe import STRING_PREFIX, may_hold
+
+
+def _table(path: Path, rows: list[dict], partition_by: list[str] | None = None) -> DeltaTable:
+    schema = pa.schema([("run_id", pa.string()), ("broker_id", pa.int32()), ("name", pa.string())])
+    write_deltalake(str(path), pa.Table.from_pylist(rows, schema=schema), partition_by=partition_by)
+    return DeltaTable(str(path))
+
+
+def test_partition_values_rule_files_out(tmp_path: Path) -> None:
+    table = _table(tmp_path / "t", [{"run_id": "r1", "broker_id": 1, "name": "a"},
+                                    {"run_id": "r2", "broker_id": 2, "name": "b"}], ["run_id"])
+    assert may_hold(table, {"run_id": "r1"})
+    assert not may_hold(table, {"run_id": "r3"})
+    assert not may_hold(table, {"run_id": "r1", "broker_id": 2})  # the r1 file's statistics say broker 1 only
+    assert may_hold(table, {"run_id": "r2", "broker_id": 2})
+
+
+def test_statistics_rule_files_out_in_an_unpartitioned_table(tmp_path: Path) -> None:
+    table = _table(tmp_path / "t", [{"run_id": "r2", "broker_id": 5, "name": "a"},
+                                    {"run_id": "r4", "broker_id": 9, "name": "b"}])
+    assert may_hold(table, {"run_id": "r3"})  # within the file's min..max: cannot be ruled out
+    assert not may_hold(table, {"run_id": "r5"})
+    assert not may_hold(table, {"run_id": "r1"})
+    assert not may_hold(table, {"broker_id": 10})
+    assert may_hold(table, {"broker_id": 7})
+
+
+def test_what_it_cannot_decide_may_hold(tmp_path: Path) -> None:
+    long = "x" * STRING_PREFIX
+    table = _table(tmp_path / "t", [{"run_id": long + "a", "broker_id": 1, "name": "a"}])
+    assert may_hold(table, {"run_id": long + "b"})  # a statistic that long may be a truncated prefix
+    assert may_hold(table, {"run_id": None})  # type: ignore[dict-item]
+    assert may_hold(table, {"run_id": ["r1", "r2"]})  # type: ignore[dict-item]
+    assert may_hold(table, {})
+    assert not may_hold(table, {"broker_id": 2})
+
+
+def test_a_table_without_files_holds_nothing(tmp_path: Path) -> None:
+    table = _table(tmp_path / "t", [])
+    assert not may_hold(table, {"run_id": "r1"})
+
+
+# -- the Spark store --------------------------------------------------------------------------------------------
+
+
+def _operations(path: str) -> list[tuple[str, str | None]]:
+    return [(h["operation"], h.get("operationParameters", {}).get("mode")) for h in DeltaTable(path).history()]
+
+
+@pytest.mark.spark
+def test_spark_store_appends_a_run_nobody_wrote_and_replaces_one_that_exists(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
+    store.ensure_tables(["crawl_errors"])
+    row = {"run_id": "r1", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
+           "error_class": "OSError", "reason": "x"}
+    uri = store.table_uri("crawl_errors")
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [row])
+    assert _operations(uri)[0] == ("WRITE", "Append")
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [{**row, "path": "q"}, {**row, "path": "r"}])
+    assert _operations(uri)[0] == ("WRITE", "Overwrite")  # rows of r1 exist: replaced, not added to
+    assert sorted(r["path"] for r in store.read_rows("crawl_errors")) == ["q", "r"]
+
+    version = DeltaTable(uri).version()
+    store.overwrite_partition("crawl_errors", {"run_id": "r2"}, [])  # no rows for a run that has none
+    assert DeltaTable(uri).version() == version
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [])  # no rows for a run that has some: removed
+    assert DeltaTable(uri).version() == version + 1
+    assert store.read_rows("crawl_errors") == []
+
+
+@pytest.mark.spark
+def test_spark_store_append_checks_rows_against_the_predicate(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
+    store.ensure_tables(["crawl_errors"])
+    row = {"run_id": "r9", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
+           "error_class": "OSError", "reason": "x"}
+    frame = store.as_frame("crawl_errors", [row])  # a DataFrame: checked by Spark as it is written
+    with pytest.raises(Exception, match="does not match"):
+        store.overwrite_partition("crawl_errors", {"run_id": "r1"}, frame)
+    assert store.read_rows("crawl_errors") == []
+
+
+@pytest.mark.spark
+def test_spark_store_falls_back_to_replace_where_when_the_probe_fails(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
+    store.ensure_tables(["crawl_errors"])
+
+    class Unreadable:  # a probe whose store cannot be read (delta-rs lacking the warehouse's credentials, say)
+        def may_hold(self, table: str, where: dict) -> bool:
+            raise OSError("no credentials")
+
+    store.probe = Unreadable()  # type: ignore[assignment]
+    row = {"run_id": "r1", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
+           "error_class": "OSError", "reason": "x"}
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [row])
+    assert _operations(store.table_uri("crawl_errors"))[0] == ("WRITE", "Overwrite")
+    assert "no credentials" in caplog.text
