@@ -62,12 +62,16 @@ class StepReport:
 
 def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, *,
                include_segments: bool = False, keep_small: bool = False) -> StepReport:
-    """Crawl every broker's log dirs (Spark tasks) into crawl_runs, log_dirs, partition_dirs, crawl_errors.
+    """Crawl every broker's log dirs into crawl_runs, log_dirs, partition_dirs, crawl_errors.
+
+    Spark tasks crawl them, except a small cluster on a local master, which the driver crawls
+    (``pipelines.crawl.driver_crawl``).
 
     ``crawl_runs`` gets the outcome last (``run_status``). ``keep_small``: a crawl of at most ``SMALL_RUN_ROWS``
     partition dirs keeps its cached rows for detect (``report.frames["detect_inputs"]``: the ``log_dirs`` and
     ``partition_dirs`` DataFrames as written; call ``report.frames["release"]()`` when done).
     """
+    from pipelines.crawl.driver_crawl import crawl_in_driver, runs_in_driver
     from pipelines.crawl.local_crawl import run_row
     from pipelines.crawl.spark_crawl import crawl
 
@@ -75,11 +79,19 @@ def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id
     kept: dict[str, Any] = {"cluster_ids": ()}
 
     def body() -> tuple[dict[str, Any], dict[str, Any]]:
-        frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster,
-                       include_segments=include_segments)
+        frames = None
+        if runs_in_driver(spark, config.brokers):
+            frames = crawl_in_driver(spark, config.brokers, run_id=run_id, cluster=config.cluster,
+                                     include_segments=include_segments)
+        if frames is None:
+            frames = crawl(spark, config.brokers, run_id=run_id, cluster=config.cluster,
+                           include_segments=include_segments)
         kept["cluster_ids"] = frames.cluster_ids
-        tables = [("log_dirs", frames.log_dirs), ("partition_dirs", frames.partition_dirs),
-                  ("crawl_errors", frames.errors)]
+        counted = frames.run_row
+        # a table the crawl wrote no row to is given as no rows: the store then knows without a Spark job
+        tables = [("log_dirs", frames.log_dirs if counted["log_dirs"] else []),
+                  ("partition_dirs", frames.partition_dirs if counted["partition_dirs"] else []),
+                  ("crawl_errors", frames.errors if counted["errors"] else [])]
         if include_segments:
             tables.append(("segment_files", frames.segment_files))
         keep = keep_small and frames.run_row["partition_dirs"] <= SMALL_RUN_ROWS

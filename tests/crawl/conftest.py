@@ -27,6 +27,19 @@ class Broker:
     inventory: str | None = None
 
 
+VOLATILE_COLUMNS = ("fs_used_bytes", "fs_free_bytes", "crawled_at", "at")
+
+
+def assert_same_rows(spark, actual, rows, schema) -> None:  # type: ignore[no-untyped-def]
+    """``actual`` (a DataFrame) holds ``rows`` (dicts of ``schema``'s table), in any order, volatile columns aside."""
+    from chispa import assert_df_equality
+
+    cols = list(schema.column_names)
+    expected = spark.createDataFrame([tuple(r[c] for c in cols) for r in rows], schema.to_spark())
+    drop = [c for c in VOLATILE_COLUMNS if c in cols]
+    assert_df_equality(actual.drop(*drop), expected.drop(*drop), ignore_row_order=True, ignore_nullable=True)
+
+
 def build_cluster(root: Path) -> dict[str, Path]:
     """Two brokers, three log dirs, a mix of live, -delete, -stray and metadata dirs."""
     a = make_log_dir(

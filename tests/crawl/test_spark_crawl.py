@@ -8,25 +8,9 @@ from pathlib import Path
 import pytest
 
 from pipelines.crawl.local_crawl import crawl_local
-from tests.crawl.conftest import Broker
+from tests.crawl.conftest import Broker, assert_same_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
-
-_VOLATILE = ["fs_used_bytes", "fs_free_bytes", "crawled_at", "at"]
-
-
-def _frame(spark, rows, schema):  # type: ignore[no-untyped-def]
-    cols = [c for c in schema.column_names]
-    return spark.createDataFrame([tuple(r[c] for c in cols) for r in rows], schema.to_spark())
-
-
-def _same(spark, actual, rows, schema) -> None:  # type: ignore[no-untyped-def]
-    from chispa import assert_df_equality
-
-    expected = _frame(spark, rows, schema)
-    drop = [c for c in _VOLATILE if c in schema.column_names]
-    assert_df_equality(actual.drop(*drop), expected.drop(*drop), ignore_row_order=True, ignore_nullable=True)
-
 
 def test_spark_crawl_equals_local_crawl_with_and_without_fanout(spark, brokers: list[Broker],  # type: ignore[no-untyped-def]
                                                                 cluster: dict[str, Path]) -> None:  # fmt: skip
@@ -39,10 +23,10 @@ def test_spark_crawl_equals_local_crawl_with_and_without_fanout(spark, brokers: 
     for fanout in (None, 1):
         frames = crawl(spark, brokers, run_id="r", cluster="c", include_segments=True, fanout_dirs=fanout)
         try:
-            _same(spark, frames.log_dirs, expected.log_dirs, LOG_DIRS)
-            _same(spark, frames.partition_dirs, expected.partition_dirs, PARTITION_DIRS)
-            _same(spark, frames.segment_files, expected.segment_files, SEGMENT_FILES)
-            _same(spark, frames.errors, expected.errors, CRAWL_ERRORS)
+            assert_same_rows(spark, frames.log_dirs, expected.log_dirs, LOG_DIRS)
+            assert_same_rows(spark, frames.partition_dirs, expected.partition_dirs, PARTITION_DIRS)
+            assert_same_rows(spark, frames.segment_files, expected.segment_files, SEGMENT_FILES)
+            assert_same_rows(spark, frames.errors, expected.errors, CRAWL_ERRORS)
             for key in ("status", "log_dirs", "partition_dirs", "files", "bytes", "errors", "source", "brokers"):
                 assert frames.run_row[key] == expected.run_row[key], key
             # the plan step takes the cluster id from here instead of reading log_dirs back

@@ -96,11 +96,18 @@ def test_detect_with_cached_inputs_writes_the_same_findings_with_fewer_jobs(spar
 
 
 @pytest.mark.spark
-def test_a_small_run_detects_from_what_crawl_and_ingest_kept_as_from_the_tables(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("crawled_by", ["driver", "spark tasks"])
+def test_a_small_run_detects_from_what_crawl_and_ingest_kept_as_from_the_tables(
+        spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crawled_by: str) -> None:
     """Crawl and ingest of a small run keep the rows they wrote; detect given them writes the findings it writes
-    from the tables, with fewer Spark jobs (the tables are not read back), and the crawl's cache is released."""
+    from the tables, with fewer Spark jobs (the tables are not read back), and the crawl's cache is released.
+    A crawl in the driver (``driver_crawl``: a small cluster on a local master) keeps its rows without a cache."""
+    import pipelines.crawl.driver_crawl as driver_crawl
     from pipelines.orchestrate.run_status import SUCCEEDED, Statuses
     from pipelines.orchestrate.steps import crawl_step, ingest_metadata_step
+
+    if crawled_by == "spark tasks":
+        monkeypatch.setattr(driver_crawl, "runs_in_driver", lambda *_args, **_kw: False)
 
     spec = ClusterSpec(brokers=3, jbod_dirs=2, anomalies=PRESETS["small"], now_ms=int(NOW.timestamp() * 1000),
                        seed=12)
@@ -114,7 +121,7 @@ def test_a_small_run_detects_from_what_crawl_and_ingest_kept_as_from_the_tables(
 
     before = cached()
     crawled = crawl_step(spark, store, config, "r1", keep_small=True)
-    assert cached() > before
+    assert cached() > before if crawled_by == "spark tasks" else cached() == before
     ingested, _ = ingest_metadata_step(store, config, "r1", keep_small=True)
     given = {**crawled.frames["detect_inputs"], **ingested.frames["detect_inputs"]}
     assert set(given) == {"log_dirs", "partition_dirs", "controller_topics", "controller_partitions",
