@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
 from pipelines.errors import PipelinesError
+from pipelines.tables.class_archive import driver_java_options
 from pipelines.tables.object_store import S3A_EXCLUDES, S3A_PACKAGES
 
 if TYPE_CHECKING:
@@ -298,6 +299,9 @@ def build_spark(
         if key in settings and key in extra:
             extra[key] = ",".join([settings[key], extra[key]])
     settings.update(extra)
+    if starts_jvm and (archive := driver_java_options()):  # Spark's classes mapped from a file (class_archive)
+        given = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{given} {archive}".strip()
     if starts_jvm and "spark.pyspark.python" in settings:  # pyspark takes the executors' Python from this variable
         os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     resolving = "spark.jars.packages" in settings
