@@ -2,12 +2,13 @@
 
 For each size (files) it generates a cluster (10 files per partition dir, 2 JBOD dirs per broker, every anomaly),
 runs ``logdir-gc run`` once to create the tables, then ``--repeat`` times in turn: the floor job (a fresh process
-that starts local Spark with the Delta jars through ``build_spark``, writes one row to a Delta table and stops)
-and the whole ``logdir-gc run`` command in a fresh process. Printed per size: wall seconds (median), the ratio run
-/ floor pair by pair, seconds per 1,000 partition dirs, the peak RSS of the Python driver and of the driver JVM,
-the time of each step, every Spark job of the last run (from the session's own event log, each job tagged with the
-step that ran it), and the Delta log versions the run wrote per table. Not a test: nothing is asserted. Generated
-data goes under a temp dir (``--out``) and is removed unless ``--keep``.
+that starts local Spark with the Delta jars through ``build_spark``, writes one row to a Delta table and stops), the
+same without the driver's class archive (``KLGC_CLASS_ARCHIVE=off``: the floor of a Spark tool that has none) and
+the whole ``logdir-gc run`` command in a fresh process. Printed per size: wall seconds (median), the ratio run /
+floor pair by pair (to both floors), seconds per 1,000 partition dirs, the peak RSS of the Python driver and of the
+driver JVM, the time of each step, every Spark job of the last run (from the session's own event log, each job
+tagged with the step that ran it), and the Delta log versions the run wrote per table. Not a test: nothing is
+asserted. Generated data goes under a temp dir (``--out``) and is removed unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -66,11 +67,12 @@ def _become_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
-def timed_process(argv: list[str], log: Path) -> Figures:
+def timed_process(argv: list[str], log: Path, env: dict[str, str] | None = None) -> Figures:
     """Run ``argv`` to its end; the wall time is the process's own, the JVM's RSS from reaping it afterwards."""
     with open(log, "w") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=log.parent)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=log.parent,
+                                env={**os.environ, **env} if env else None)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -160,6 +162,13 @@ def floor_argv(out: Path, events: Path) -> list[str]:
     return [sys.executable, "-c", FLOOR, str(out), str(events)]
 
 
+def archive_state() -> str:
+    """Whether the runs and the first floor had the driver's class archive (``pipelines.tables.class_archive``)."""
+    from pipelines.tables.class_archive import driver_java_options
+
+    return "used" if driver_java_options() else "none built: both floors start alike"
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -175,8 +184,12 @@ def bench_size(files: int, out: Path, repeat: int) -> dict[str, Any]:
     timed_process(cli_argv(config, "warmup"), target / "run-warmup.log")  # creates the tables: not counted
     runs: list[Figures] = []
     floors: list[Figures] = []
+    plain_floors: list[Figures] = []
     before = after = {}
     for i in range(repeat):
+        shutil.rmtree(floor_dir / "floor", ignore_errors=True)
+        plain_floors.append(timed_process(floor_argv(floor_dir, events), floor_dir / f"plain-floor-{i}.log",
+                                          env={"KLGC_CLASS_ARCHIVE": "off"}))
         shutil.rmtree(floor_dir / "floor", ignore_errors=True)
         floors.append(timed_process(floor_argv(floor_dir, events), floor_dir / f"floor-{i}.log"))
         before = delta_versions(target / "warehouse")
@@ -185,6 +198,7 @@ def bench_size(files: int, out: Path, repeat: int) -> dict[str, Any]:
     dirs = int(re.search(r"crawl done in [0-9.]+s: .*?partition_dirs=(\d+)", runs[-1].stderr).group(1))
     commits = {t: after[t] - before.get(t, 0) for t in sorted(after) if after[t] - before.get(t, 0)}
     return {"files": n_files, "dirs": dirs, "generated_s": generated, "runs": runs, "floors": floors,
+            "plain_floors": plain_floors,
             "jobs": spark_jobs(events, "kafka-logdir-gc"), "floor_jobs": spark_jobs(events, "klgc-bench-floor"),
             "commits": commits}
 
@@ -198,6 +212,10 @@ def report(size: int, f: dict[str, Any]) -> None:
           f"{min(r.wall for r in runs):.1f}-{max(r.wall for r in runs):.1f})  floor {floor:5.1f}s  "
           f"run/floor x{median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})  "
           f"{1000 * wall / max(f['dirs'], 1):6.2f}s/1k dirs", flush=True)
+    plain = median([p.wall for p in f["plain_floors"]])
+    plain_ratios = sorted(r.wall / p.wall for r, p in zip(runs, f["plain_floors"], strict=True))
+    print(f"    floor without the class archive {plain:5.1f}s  run/that floor x{median(plain_ratios):.2f} "
+          f"({plain_ratios[0]:.2f}-{plain_ratios[-1]:.2f})  (class_archive: {archive_state()})")
     print(f"    Python driver {max(r.driver_rss_kib for r in runs) / 1024:5.0f} MiB, "
           f"JVM driver {max(r.jvm_rss_kib for r in runs) / 1024:5.0f} MiB (peak RSS); generate {f['generated_s']:.0f}s")
     steps = defaultdict(list)
