@@ -323,13 +323,6 @@ class TableStore(ABC):
             names = [n for n in ALL_TABLES if self.allow_foreign_tables or writer_of(n) in (None, self.engine)]
         return [name for name in names if self.create_if_missing(ALL_TABLES[name])]
 
-    def may_hold(self, table: TableRef, where: Where) -> bool:
-        """False only when this store can tell, without reading rows, that ``table`` has none matching ``where``.
-
-        The default cannot tell (True); the delta-rs store answers from the table's log (``row_probe``).
-        """
-        return True
-
     @abstractmethod
     def append(self, table: TableRef, rows: Any) -> None:
         """Append rows (not idempotent: a rerun appends again)."""

@@ -6,8 +6,9 @@ only by rebuilding the table's state in a Spark job (a few seconds in a fresh JV
 so that replacing the rows of a run nobody wrote yet is a blind append (``SparkTableStore.overwrite_partition``).
 
 The answer is conservative: anything it cannot decide (a file without statistics, a value of a type it does not
-compare, an unreadable table) counts as "may hold". String statistics of ``STRING_PREFIX`` characters or more are
-not used: writers may truncate them (delta-spark keeps a 32-character prefix).
+compare, a value whose type is not the column's) counts as "may hold". String statistics of ``STRING_PREFIX``
+characters or more are not used: a writer may have cut them to a prefix (delta-spark keeps 32 characters and marks
+a cut maximum; not every writer does).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def may_hold(table: DeltaTable, where: Mapping[str, Any]) -> bool:
     """False only when no active file of ``table`` can hold a row with every ``column == value`` of ``where``."""
     if not where or not all(type(v) in _COMPARABLE for v in where.values()):  # bool is an int: not compared
         return True
+    fields = {f.name: f.type for f in pa.schema(table.schema().to_arrow())}
+    if not all(column in fields and _same_kind(fields[column], value) for column, value in where.items()):
+        return True  # a string compared with a number column (or the reverse): Spark's casts decide, not us
     files = pa.table(table.get_add_actions(flatten=True))
     if files.num_rows == 0:
         return False
@@ -43,6 +47,13 @@ def may_hold(table: DeltaTable, where: Mapping[str, Any]) -> bool:
             outside = pc.or_(pc.greater(low, value), pc.less(high, value))
             ruled_out = pc.or_(ruled_out, pc.fill_null(outside, False))  # no statistic: cannot rule it out
     return not pc.all(ruled_out).as_py()
+
+
+def _same_kind(column_type: Any, value: Any) -> bool:
+    """A string value for a plain string column, an int for an integer column: compared exactly as Spark would."""
+    if isinstance(value, str):
+        return pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
+    return pa.types.is_integer(column_type)
 
 
 def _as(values: pa.ChunkedArray, value: Any) -> pa.ChunkedArray:

@@ -94,16 +94,22 @@ class RustTableStore(TableStore):
         except TableNotFoundError as exc:
             raise FileNotFoundError(f"no Delta table at {self.table_uri(table)}") from exc
 
-    def may_hold(self, table: TableRef, where: Where) -> bool:
-        """False only when the table's log proves it holds no row matching ``where`` (``row_probe``); a missing
-        table holds none."""
+    def absent_at(self, table: TableRef, where: Where) -> int | None:
+        """The table version whose log proves it holds no row matching ``where`` (``row_probe``); None when it may
+        hold some, or there is no table."""
         from pipelines.tables.row_probe import may_hold
 
         try:
             opened = self._open(table)
         except FileNotFoundError:
-            return False
-        return may_hold(opened, where)
+            return None
+        return None if may_hold(opened, where) else opened.version()
+
+    def commits_since(self, table: TableRef, version: int) -> list[dict[str, Any]]:
+        """The commit infos of the versions after ``version``, oldest first (each with its ``version``)."""
+        opened = self._open(table)
+        newer = opened.version() - version
+        return sorted(opened.history(newer), key=lambda c: c["version"]) if newer > 0 else []
 
     def _arrow_schema(self, table: TableRef) -> pa.Schema:
         declared = self.declared_schema(table)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -23,12 +24,15 @@ from pipelines.tables.base import (
     sql_predicate,
     table_name,
 )
+from pipelines.tables.object_store import redact
 from pipelines.tables.schemas import TableSchema
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
+
+    from pipelines.tables.rust_engine import RustTableStore
 
 __all__ = ["SparkTableStore"]
 
@@ -42,16 +46,17 @@ class SparkTableStore(TableStore):
     ``pyarrow.Table``. :meth:`read` returns a ``DataFrame``. Object-store settings are the session's (see
     ``pipelines.tables.warehouse_store``, which sets them); ``**kwargs`` as in ``TableStore``.
 
-    ``probe``: a store that reads the same warehouse without Spark (delta-rs), asked before replacing rows whether
-    the table can hold any (``may_hold``); when it proves it cannot, the write is a blind append, which needs no
-    Spark job to rebuild the table's state first. Two writers of the same rows at once (one run id run twice
-    concurrently) could then both append; the pipeline never runs a run id twice at once.
+    ``probe``: a delta-rs store over the same warehouse, asked before rows are replaced whether the table can hold
+    any (``absent_at``, from its log). When it proves none, the rows are appended: a blind append needs no Spark job
+    to rebuild the table's state first, which ``replaceWhere`` does. A writer of the same rows that committed after
+    the probe is seen afterwards (the first commit after the probed version is not ours) and the rows are then
+    written again with ``replaceWhere``, so two writers of one run id end as before: the last one's rows, once.
     """
 
     engine = "spark"
 
     def __init__(self, spark: SparkSession, warehouse: str, *, retry: RetryPolicy = DEFAULT_RETRY,
-                 probe: TableStore | None = None, **kwargs: Any) -> None:
+                 probe: RustTableStore | None = None, **kwargs: Any) -> None:
         super().__init__(warehouse, retry=retry, **kwargs)
         self.spark = spark
         self.probe = probe
@@ -165,42 +170,55 @@ class SparkTableStore(TableStore):
             raise ValueError("overwrite_partition needs at least one predicate column")
         self.check_writer(table)
         from pyspark.sql import DataFrame
+        from pyspark.sql import functions as F
 
-        if isinstance(rows, list | tuple):  # DataFrames are checked by Delta's replaceWhere constraint
+        if isinstance(rows, list | tuple):  # DataFrames are checked as they are written
             for index, item in enumerate(rows):
                 if not matches(item, predicate_columns):
                     raise ValueError(f"{table_name(table)}: row {index} does not match {dict(predicate_columns)}")
         elif not isinstance(rows, DataFrame) and (index := first_mismatch(rows, predicate_columns)) is not None:
             raise ValueError(f"{table_name(table)}: row {index} does not match {dict(predicate_columns)}")
         predicate = sql_predicate(predicate_columns, "spark")
-        nothing_to_replace = not self._may_hold(table, predicate_columns)
-        if nothing_to_replace and _no_rows(rows):
-            return  # no rows replaced by none: no commit
         df = self._to_df(table, rows)
-        if nothing_to_replace:  # append, each row checked against the predicate as replaceWhere checks it
-            from pyspark.sql import functions as F
+        uri = self.table_uri(table)
 
-            checked = df.where(F.assert_true(F.expr(predicate), f"a row does not match {predicate}").isNull())
-            self._retrying(lambda: checked.write.format("delta").mode("append").option("mergeSchema", "true")
-                           .save(self.table_uri(table)))
-            return
-        self._retrying(
-            lambda: (
-                df.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
-                .option("mergeSchema", "true").save(self.table_uri(table))
-            )
-        )
+        def replace() -> None:
+            df.write.format("delta").mode("overwrite").option("replaceWhere", predicate) \
+                .option("mergeSchema", "true").save(uri)
 
-    def _may_hold(self, table: TableRef, where: Where) -> bool:
-        """The probe's answer; True without a probe or when it fails (replaceWhere then finds out itself)."""
+        def write() -> None:  # the probe is asked again on every attempt: an earlier attempt may have committed
+            absent_at = self._absent_at(table, predicate_columns)
+            if absent_at is None:
+                replace()
+            elif not _no_rows(rows):  # no rows replacing none: no commit
+                token = f"logdir-gc append {uuid.uuid4()}"
+                checked = df.where(F.assert_true(F.expr(predicate), f"a row does not match {predicate}").isNull())
+                checked.write.format("delta").mode("append").option("mergeSchema", "true") \
+                    .option("userMetadata", token).save(uri)
+                if not self._alone_since(table, absent_at, token):
+                    replace()  # another commit landed after the probe: ours replace whatever it added, as before
+
+        self._retrying(write)
+
+    def _absent_at(self, table: TableRef, where: Where) -> int | None:
+        """The probe's version proving no row matches ``where``; None without a probe or when it fails."""
         if self.probe is None:
-            return True
+            return None
         try:
-            return self.probe.may_hold(table, where)
+            return self.probe.absent_at(table, where)
         except Exception as exc:
-            log.warning("could not tell from %s's log whether it holds %s (%s); replacing them with replaceWhere",
-                        table_name(table), dict(where), repr(exc).splitlines()[0])
-            return True
+            log.warning("%s", redact(f"could not tell from {table_name(table)}'s log whether it holds {dict(where)} "
+                                     f"({repr(exc).splitlines()[0]}); replacing them with replaceWhere", self.secrets))
+            return None
+
+    def _alone_since(self, table: TableRef, version: int, token: str) -> bool:
+        """True when the first commit after ``version`` is ours (``token``): nobody wrote in between."""
+        assert self.probe is not None
+        try:
+            commits = self.probe.commits_since(table, version)
+        except Exception:
+            return False
+        return bool(commits) and commits[0].get("userMetadata") == token
 
     def merge(
         self, table: TableRef, rows: Any, keys: Sequence[str], update_columns: Sequence[str] | None = None

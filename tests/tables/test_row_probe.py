@@ -47,6 +47,16 @@ def test_what_it_cannot_decide_may_hold(tmp_path: Path) -> None:
     assert not may_hold(table, {"broker_id": 2})
 
 
+def test_a_value_of_another_type_than_its_column_may_hold(tmp_path: Path) -> None:
+    """Spark compares ``broker_id = '2'`` or ``run_id = 5`` after casting: text or number order is not its answer."""
+    table = _table(tmp_path / "t", [{"run_id": "10", "broker_id": 5, "name": "a"},
+                                    {"run_id": "9", "broker_id": 100, "name": "b"}], ["broker_id"])
+    assert may_hold(table, {"broker_id": "05"})
+    assert may_hold(table, {"run_id": 5})
+    assert not may_hold(table, {"broker_id": 7})
+    assert not may_hold(table, {"run_id": "5"})
+
+
 def test_a_table_without_files_holds_nothing(tmp_path: Path) -> None:
     table = _table(tmp_path / "t", [])
     assert not may_hold(table, {"run_id": "r1"})
@@ -97,6 +107,36 @@ def test_spark_store_append_checks_rows_against_the_predicate(spark, tmp_path: P
 
 
 @pytest.mark.spark
+def test_a_writer_of_the_same_rows_after_the_probe_leaves_no_duplicates(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Two writers of one run id at once (a scheduler's retry beside a zombie attempt): both probe an empty run,
+    the other commits first; ours sees a commit between the probe and its own and replaces the run's rows."""
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
+    other = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
+    store.ensure_tables(["crawl_errors"])
+    row = {"run_id": "r1", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
+           "error_class": "OSError", "reason": "x"}
+    probe = store.probe
+    assert probe is not None
+
+    class Interleaved:  # the real probe; the other writer commits right after it answered
+        def absent_at(self, table: str, where: dict) -> int | None:
+            version = probe.absent_at(table, where)
+            other.overwrite_partition(table, where, [{**row, "path": "theirs"}])
+            store.probe = probe
+            return version
+
+        def commits_since(self, table: str, version: int) -> list[dict]:
+            return probe.commits_since(table, version)
+
+    store.probe = Interleaved()  # type: ignore[assignment]
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [{**row, "path": "ours"}])
+    assert [r["path"] for r in store.read_rows("crawl_errors")] == ["ours"]
+    assert [op for op, _ in _operations(store.table_uri("crawl_errors"))][:3] == ["WRITE", "WRITE", "WRITE"]
+
+
+@pytest.mark.spark
 def test_spark_store_falls_back_to_replace_where_when_the_probe_fails(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     from pipelines.tables.warehouse_store import warehouse_store
@@ -105,7 +145,7 @@ def test_spark_store_falls_back_to_replace_where_when_the_probe_fails(spark, tmp
     store.ensure_tables(["crawl_errors"])
 
     class Unreadable:  # a probe whose store cannot be read (delta-rs lacking the warehouse's credentials, say)
-        def may_hold(self, table: str, where: dict) -> bool:
+        def absent_at(self, table: str, where: dict) -> int | None:
             raise OSError("no credentials")
 
     store.probe = Unreadable()  # type: ignore[assignment]
