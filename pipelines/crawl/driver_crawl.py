@@ -2,14 +2,16 @@
 
 On a local master a Spark task runs on the driver's own machine, in a Python worker the JVM forks for it. For a few
 hundred partition dirs that job (the worker started, the rows cached and summarised) costs seconds for what takes
-tens of milliseconds in this process. ``crawl_in_driver`` runs the same root tasks as the Spark crawl, in threads
-(a remote log dir's listing waits on the network), and hands the rows to Spark as Arrow: the DataFrames it returns
+tens of milliseconds in this process. ``crawl_in_driver`` runs the same root tasks as the Spark crawl, in as many
+threads as Spark runs tasks at once, and hands the rows to Spark as Arrow: the DataFrames it returns
 read those rows, so the writes and detect see exactly what the Spark crawl would have given them.
 
-It gives up, returning None so the caller runs the Spark crawl instead, as soon as the cluster proves not small:
-more than ``max_dirs`` partition dirs, a log dir large enough to fan out, or more than ``max_jobs`` log dirs. A
-broker crawled from an inventory file (fleet scale) always goes to Spark. The work given up is bounded by those
-limits (a log dir's listing plus at most ``max_dirs`` partition dirs read).
+``runs_in_driver`` says when to try: a local master, at most ``max_jobs`` log dirs, every one of them on a backend
+that fans out (local paths, ``file://``, generic fsspec: a large log dir is listed, not read, before the crawl
+gives up on it), no inventory file (fleet scale) and no segment rows (their number has no bound here).
+``crawl_in_driver`` gives up, returning None so the caller runs the Spark crawl instead, as soon as the cluster
+proves not small: more than ``max_dirs`` partition dirs, or a log dir large enough to fan out. The work given up is
+bounded by that: the listings, and at most ``max_dirs`` plus one log dir's worth of partition dirs read.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from pipelines import native
+from pipelines.crawl.backends.registry import backend_name
 from pipelines.crawl.local_crawl import run_code_path, run_row
 from pipelines.crawl.rows import LogDirRows, utc_now
 from pipelines.crawl.spark_crawl import CrawlFrames
-from pipelines.crawl.tasks import DEFAULT_FANOUT_DIRS, BrokerLike, jobs_for, root_task
+from pipelines.crawl.tasks import DEFAULT_FANOUT_DIRS, FANOUT_BACKENDS, BrokerLike, jobs_for, root_task
 from pipelines.kafka.gc_pause import gc_paused
 from pipelines.tables.schemas import CRAWL_ERRORS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, TableSchema
 
@@ -36,14 +39,15 @@ DRIVER_CRAWL_DIRS = 20_000
 """At most this many partition dirs are crawled in the driver (~1.5 s of work there at the most, then given up)."""
 DRIVER_CRAWL_JOBS = 256
 """At most this many log dirs are crawled in the driver."""
-_THREADS = 8
 
 
-def runs_in_driver(spark: SparkSession, brokers: Sequence[BrokerLike], max_jobs: int = DRIVER_CRAWL_JOBS) -> bool:
-    """True when the crawl may try the driver first: a local master, no inventory files, at most ``max_jobs``."""
-    if not spark.sparkContext.master.startswith("local") or any(b.inventory for b in brokers):
+def runs_in_driver(spark: SparkSession, brokers: Sequence[BrokerLike], *, include_segments: bool = False,
+                   max_jobs: int = DRIVER_CRAWL_JOBS) -> bool:
+    """True when the crawl may try the driver first (see the module docstring)."""
+    if include_segments or not spark.sparkContext.master.startswith("local") or any(b.inventory for b in brokers):
         return False
-    return 0 < sum(len(b.log_dirs) for b in brokers) <= max_jobs
+    urls = [url for b in brokers for url in b.log_dirs]
+    return 0 < len(urls) <= max_jobs and all(backend_name(url) in FANOUT_BACKENDS for url in urls)
 
 
 def crawl_in_driver(spark: SparkSession, brokers: Sequence[BrokerLike], *, run_id: str, cluster: str,
@@ -67,7 +71,8 @@ def crawl_in_driver(spark: SparkSession, brokers: Sequence[BrokerLike], *, run_i
                 too_big.set()
         return rows
 
-    with gc_paused(), ThreadPoolExecutor(min(len(jobs), _THREADS) or 1, "klgc-crawl") as pool:
+    threads = max(1, min(len(jobs), spark.sparkContext.defaultParallelism))  # as many as Spark's tasks at once
+    with gc_paused(), ThreadPoolExecutor(threads, "klgc-crawl") as pool:
         parts = list(pool.map(run, range(len(jobs))))
     if too_big.is_set():
         return None

@@ -80,7 +80,7 @@ def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id
 
     def body() -> tuple[dict[str, Any], dict[str, Any]]:
         frames = None
-        if runs_in_driver(spark, config.brokers):
+        if runs_in_driver(spark, config.brokers, include_segments=include_segments):
             frames = crawl_in_driver(spark, config.brokers, run_id=run_id, cluster=config.cluster,
                                      include_segments=include_segments)
         if frames is None:

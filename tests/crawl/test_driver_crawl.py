@@ -50,10 +50,13 @@ def test_driver_crawl_gives_up_on_a_log_dir_that_fans_out(spark, brokers: list[B
     assert driver_crawl.crawl_in_driver(spark, brokers, run_id="r", cluster="c") is None
 
 
-def test_only_small_listings_on_a_local_master_run_in_the_driver(spark, brokers: list[Broker],  # type: ignore[no-untyped-def]
+def test_only_small_local_listings_on_a_local_master_run_in_the_driver(spark, brokers: list[Broker],  # type: ignore[no-untyped-def]
                                                                  tmp_path: Path) -> None:
     assert runs_in_driver(spark, brokers)
+    assert not runs_in_driver(spark, brokers, include_segments=True)  # segment rows: no bound on their number
     assert not runs_in_driver(spark, [*brokers, Broker(3, (), {}, inventory=str(tmp_path / "inv.jsonl"))])
+    # a backend that does not fan out would be read whole before the crawl could give up on it
+    assert not runs_in_driver(spark, [*brokers, Broker(3, ("sftp://kafka@broker-3/var/lib/kafka",), {})])
     assert not runs_in_driver(spark, brokers, max_jobs=2)  # three log dirs
     assert not runs_in_driver(spark, [])
 
