@@ -4,7 +4,8 @@
 # JVM's class archive recorded.
 #
 # Environment: PYTHON (interpreter for a new .venv, default python3), KLGC_CACHE_DIR (jar/Ivy cache,
-# default <repo>/.cache), KLGC_MAVEN_REPO (Maven repository, default Maven Central), SKIP_JARS=1 (no JVM step).
+# default <repo>/.cache), KLGC_MAVEN_REPO (Maven repository, default Maven Central), SKIP_JARS=1 (no JVM step),
+# KLGC_CLASS_ARCHIVE=off (no class archive).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -30,9 +30,10 @@ def main(archive: Path, work: Path) -> None:
 
     jvm = getattr(SparkContext._gateway, "proc", None)
     spark.stop()
-    if jvm is not None:
-        jvm.stdin.close()
-        jvm.wait(timeout=300)
+    if jvm is None:  # a JVM this process did not start: it would write the archive after we returned
+        sys.exit("no driver JVM of this process to wait for")
+    jvm.stdin.close()
+    jvm.wait(timeout=300)
 
 
 if __name__ == "__main__":

@@ -299,7 +299,7 @@ def build_spark(
         if key in settings and key in extra:
             extra[key] = ",".join([settings[key], extra[key]])
     settings.update(extra)
-    if starts_jvm and (archive := driver_java_options()):  # Spark's classes mapped from a file (class_archive)
+    if starts_jvm and master.startswith("local") and (archive := driver_java_options()):  # see class_archive
         given = settings.get("spark.driver.extraJavaOptions", "")
         settings["spark.driver.extraJavaOptions"] = f"{given} {archive}".strip()
     if starts_jvm and "spark.pyspark.python" in settings:  # pyspark takes the executors' Python from this variable
