@@ -70,3 +70,19 @@ def test_an_archive_the_jvm_cannot_use_changes_nothing(tmp_path: Path) -> None:
     finally:
         del os.environ["KLGC_CACHE_DIR"]
     assert "shared objects file (top)" not in _session(tmp_path / "broken", **env)
+
+
+def test_a_training_run_cut_short_leaves_no_archive_and_no_partial_file(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KLGC_CACHE_DIR", str(tmp_path / "cache"))
+    target = archive_path()
+    assert target is not None
+    target.parent.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    leftover = target.with_name(f"{target.name}.{dead.pid}.tmp")  # of a set-up killed before it could rename
+    leftover.write_bytes(b"half")
+    assert build_archive(verbose=False, timeout_s=1) is None  # the JVM has not even started in a second
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []
+    assert driver_java_options() == ""
