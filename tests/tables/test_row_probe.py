@@ -64,23 +64,32 @@ def test_a_table_without_files_holds_nothing(tmp_path: Path) -> None:
 
 # -- the Spark store --------------------------------------------------------------------------------------------
 
+ROW = {"run_id": "r1", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
+       "error_class": "OSError", "reason": "x"}
 
-def _operations(path: str) -> list[tuple[str, str | None]]:
-    return [(h["operation"], h.get("operationParameters", {}).get("mode")) for h in DeltaTable(path).history()]
 
-
-@pytest.mark.spark
-def test_spark_store_appends_a_run_nobody_wrote_and_replaces_one_that_exists(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def errors_store(spark, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A Spark store (with its delta-rs probe) over a warehouse holding an empty ``crawl_errors``."""
     from pipelines.tables.warehouse_store import warehouse_store
 
     store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
     store.ensure_tables(["crawl_errors"])
-    row = {"run_id": "r1", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
-           "error_class": "OSError", "reason": "x"}
+    return store
+
+
+def _operations(path: str) -> list[tuple[str, str | None]]:
+    """(operation, mode) of each commit, newest first."""
+    return [(h["operation"], h.get("operationParameters", {}).get("mode")) for h in DeltaTable(path).history()]
+
+
+@pytest.mark.spark
+def test_spark_store_appends_a_run_nobody_wrote_and_replaces_one_that_exists(errors_store) -> None:  # type: ignore[no-untyped-def]
+    store = errors_store
     uri = store.table_uri("crawl_errors")
-    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [row])
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [ROW])
     assert _operations(uri)[0] == ("WRITE", "Append")
-    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [{**row, "path": "q"}, {**row, "path": "r"}])
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [{**ROW, "path": "q"}, {**ROW, "path": "r"}])
     assert _operations(uri)[0] == ("WRITE", "Overwrite")  # rows of r1 exist: replaced, not added to
     assert sorted(r["path"] for r in store.read_rows("crawl_errors")) == ["q", "r"]
 
@@ -93,64 +102,47 @@ def test_spark_store_appends_a_run_nobody_wrote_and_replaces_one_that_exists(spa
 
 
 @pytest.mark.spark
-def test_spark_store_append_checks_rows_against_the_predicate(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from pipelines.tables.warehouse_store import warehouse_store
-
-    store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
-    store.ensure_tables(["crawl_errors"])
-    row = {"run_id": "r9", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
-           "error_class": "OSError", "reason": "x"}
-    frame = store.as_frame("crawl_errors", [row])  # a DataFrame: checked by Spark as it is written
+def test_spark_store_append_checks_rows_against_the_predicate(errors_store) -> None:  # type: ignore[no-untyped-def]
+    frame = errors_store.as_frame("crawl_errors", [{**ROW, "run_id": "r9"}])  # a DataFrame: checked as written
     with pytest.raises(Exception, match="does not match"):
-        store.overwrite_partition("crawl_errors", {"run_id": "r1"}, frame)
-    assert store.read_rows("crawl_errors") == []
+        errors_store.overwrite_partition("crawl_errors", {"run_id": "r1"}, frame)
+    assert errors_store.read_rows("crawl_errors") == []
 
 
 @pytest.mark.spark
-def test_a_writer_of_the_same_rows_after_the_probe_leaves_no_duplicates(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_writer_of_the_same_rows_after_the_probe_leaves_no_duplicates(errors_store, spark) -> None:  # type: ignore[no-untyped-def]
     """Two writers of one run id at once (a scheduler's retry beside a zombie attempt): both probe an empty run,
     the other commits first; ours sees a commit between the probe and its own and replaces the run's rows."""
     from pipelines.tables.warehouse_store import warehouse_store
 
-    store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
-    other = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
-    store.ensure_tables(["crawl_errors"])
-    row = {"run_id": "r1", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
-           "error_class": "OSError", "reason": "x"}
+    store = errors_store
+    other = warehouse_store(store.warehouse, engine="spark", spark=spark)
     probe = store.probe
     assert probe is not None
 
     class Interleaved:  # the real probe; the other writer commits right after it answered
         def absent_at(self, table: str, where: dict) -> int | None:
             version = probe.absent_at(table, where)
-            other.overwrite_partition(table, where, [{**row, "path": "theirs"}])
+            other.overwrite_partition(table, where, [{**ROW, "path": "theirs"}])
             store.probe = probe
             return version
 
-        def commits_since(self, table: str, version: int) -> list[dict]:
-            return probe.commits_since(table, version)
-
     store.probe = Interleaved()  # type: ignore[assignment]
-    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [{**row, "path": "ours"}])
+    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [{**ROW, "path": "ours"}])
     assert [r["path"] for r in store.read_rows("crawl_errors")] == ["ours"]
-    assert [op for op, _ in _operations(store.table_uri("crawl_errors"))][:3] == ["WRITE", "WRITE", "WRITE"]
+    # theirs appended, ours appended, ours replaced both
+    assert _operations(store.table_uri("crawl_errors"))[:3] == [("WRITE", "Overwrite"), ("WRITE", "Append"),
+                                                                ("WRITE", "Append")]
 
 
 @pytest.mark.spark
-def test_spark_store_falls_back_to_replace_where_when_the_probe_fails(spark, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_spark_store_falls_back_to_replace_where_when_the_probe_fails(errors_store,  # type: ignore[no-untyped-def]
                                                                       caplog: pytest.LogCaptureFixture) -> None:
-    from pipelines.tables.warehouse_store import warehouse_store
-
-    store = warehouse_store(str(tmp_path / "wh"), engine="spark", spark=spark)
-    store.ensure_tables(["crawl_errors"])
-
     class Unreadable:  # a probe whose store cannot be read (delta-rs lacking the warehouse's credentials, say)
         def absent_at(self, table: str, where: dict) -> int | None:
             raise OSError("no credentials")
 
-    store.probe = Unreadable()  # type: ignore[assignment]
-    row = {"run_id": "r1", "cluster": "c", "broker_id": 1, "log_dir": "/d", "path": "p", "stage": "read",
-           "error_class": "OSError", "reason": "x"}
-    store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [row])
-    assert _operations(store.table_uri("crawl_errors"))[0] == ("WRITE", "Overwrite")
+    errors_store.probe = Unreadable()
+    errors_store.overwrite_partition("crawl_errors", {"run_id": "r1"}, [ROW])
+    assert _operations(errors_store.table_uri("crawl_errors"))[0] == ("WRITE", "Overwrite")
     assert "no credentials" in caplog.text
