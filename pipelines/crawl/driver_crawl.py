@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from pipelines import native
 from pipelines.crawl.backends.registry import backend_name
-from pipelines.crawl.local_crawl import run_code_path, run_row
+from pipelines.crawl.local_crawl import run_row
 from pipelines.crawl.rows import LogDirRows, utc_now
 from pipelines.crawl.spark_crawl import CrawlFrames
 from pipelines.crawl.tasks import DEFAULT_FANOUT_DIRS, FANOUT_BACKENDS, BrokerLike, jobs_for, root_task
@@ -94,7 +94,7 @@ def crawl_in_driver(spark: SparkSession, brokers: Sequence[BrokerLike], *, run_i
         run_id=run_id, cluster=cluster, started_at=started, finished_at=utc_now(), brokers=brokers,
         log_dirs=len(rows.log_dirs), partition_dirs=len(rows.partition_dirs),
         files=sum(r["files"] or 0 for r in rows.partition_dirs), bytes_=rows.partition_bytes, errors=len(rows.errors),
-        jobs=len(jobs), code_path=run_code_path({native.code_path()}),
+        jobs=len(jobs), code_path=native.code_path(),
     )  # fmt: skip
     return CrawlFrames(
         log_dirs=frame(LOG_DIRS, rows.log_dirs), partition_dirs=frame(PARTITION_DIRS, rows.partition_dirs),
