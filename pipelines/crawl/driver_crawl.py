@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from pipelines import native
 from pipelines.crawl.backends.registry import backend_name
-from pipelines.crawl.local_crawl import run_row
+from pipelines.crawl.local_crawl import in_process_run_row
 from pipelines.crawl.rows import LogDirRows, utc_now
 from pipelines.crawl.spark_crawl import CrawlFrames
 from pipelines.crawl.tasks import DEFAULT_FANOUT_DIRS, FANOUT_BACKENDS, BrokerLike, jobs_for, root_task
@@ -79,10 +78,7 @@ def crawl_in_driver(spark: SparkSession, brokers: Sequence[BrokerLike], *, run_i
     rows = LogDirRows()
     for part in parts:
         assert part is not None  # only a crawl given up has parts it skipped
-        rows.log_dirs += part.log_dirs
-        rows.partition_dirs += part.partition_dirs
-        rows.segment_files += part.segment_files
-        rows.errors += part.errors
+        rows.extend(part)
 
     def frame(schema: TableSchema, table_rows: list[dict]) -> DataFrame:
         import pyarrow as pa
@@ -90,12 +86,8 @@ def crawl_in_driver(spark: SparkSession, brokers: Sequence[BrokerLike], *, run_i
         return spark.createDataFrame(pa.Table.from_pylist(table_rows, schema=schema.to_arrow()),
                                      schema=schema.to_spark())
 
-    row = run_row(
-        run_id=run_id, cluster=cluster, started_at=started, finished_at=utc_now(), brokers=brokers,
-        log_dirs=len(rows.log_dirs), partition_dirs=len(rows.partition_dirs),
-        files=sum(r["files"] or 0 for r in rows.partition_dirs), bytes_=rows.partition_bytes, errors=len(rows.errors),
-        jobs=len(jobs), code_path=native.code_path(),
-    )  # fmt: skip
+    row = in_process_run_row(rows, run_id=run_id, cluster=cluster, started_at=started, brokers=brokers,
+                             jobs=len(jobs))
     return CrawlFrames(
         log_dirs=frame(LOG_DIRS, rows.log_dirs), partition_dirs=frame(PARTITION_DIRS, rows.partition_dirs),
         segment_files=frame(SEGMENT_FILES, rows.segment_files), errors=frame(CRAWL_ERRORS, rows.errors),

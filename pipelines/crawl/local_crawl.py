@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pipelines import native
-from pipelines.crawl.rows import Row, utc_now
+from pipelines.crawl.rows import LogDirRows, Row, utc_now
 from pipelines.crawl.tasks import (
     DEFAULT_FANOUT_DIRS,
     BrokerLike,
@@ -71,26 +71,29 @@ def crawl_local(
     """Crawl every broker's log dirs (or inventory files) in this process."""
     started = utc_now()
     at = crawled_at or started
-    result = CrawlResult()
     extra_bytes: dict[tuple[int, str], int] = defaultdict(int)
     jobs = jobs_for(brokers, run_id=run_id, cluster=cluster)
+    rows = LogDirRows()
     for job in jobs:
-        rows, chunks = root_task(job, at, include_segments=include_segments, fanout_dirs=fanout_dirs)
-        parts = [rows] + [chunk_task(c, include_segments=include_segments) for c in chunks]
+        root, chunks = root_task(job, at, include_segments=include_segments, fanout_dirs=fanout_dirs)
+        parts = [root] + [chunk_task(c, include_segments=include_segments) for c in chunks]
         for part in parts:
-            result.log_dirs += part.log_dirs
-            result.partition_dirs += part.partition_dirs
-            result.segment_files += part.segment_files
-            result.errors += part.errors
+            rows.extend(part)
         if chunks:
             extra_bytes[(job.broker_id, job.log_dir)] += sum(p.partition_bytes for p in parts[1:])
-    for row in result.log_dirs:
+    for row in rows.log_dirs:
         row["attributed_bytes"] += extra_bytes.get((row["broker_id"], row["log_dir"]), 0)
-    result.run_row = run_row(
-        run_id=run_id, cluster=cluster, started_at=started, finished_at=utc_now(), brokers=brokers,
-        log_dirs=len(result.log_dirs), partition_dirs=len(result.partition_dirs),
-        files=sum(r["files"] or 0 for r in result.partition_dirs),
-        bytes_=sum(r["bytes"] or 0 for r in result.partition_dirs), errors=len(result.errors), jobs=len(jobs),
-        code_path=native.code_path(),
+    return CrawlResult(rows.log_dirs, rows.partition_dirs, rows.segment_files, rows.errors,
+                       in_process_run_row(rows, run_id=run_id, cluster=cluster, started_at=started,
+                                          brokers=brokers, jobs=len(jobs)))
+
+
+def in_process_run_row(rows: LogDirRows, *, run_id: str, cluster: str, started_at: datetime,
+                       brokers: Sequence[BrokerLike], jobs: int) -> Row:
+    """The ``crawl_runs`` row of a crawl that ran in this process and gathered ``rows``, finished now."""
+    return run_row(
+        run_id=run_id, cluster=cluster, started_at=started_at, finished_at=utc_now(), brokers=brokers,
+        log_dirs=len(rows.log_dirs), partition_dirs=len(rows.partition_dirs),
+        files=sum(r["files"] or 0 for r in rows.partition_dirs), bytes_=rows.partition_bytes,
+        errors=len(rows.errors), jobs=jobs, code_path=native.code_path(),
     )  # fmt: skip
-    return result

@@ -49,6 +49,13 @@ class LogDirRows:
     segment_files: list[Row] = field(default_factory=list)
     errors: list[Row] = field(default_factory=list)
 
+    def extend(self, other: LogDirRows) -> None:
+        """Add ``other``'s rows to these, table by table."""
+        self.log_dirs += other.log_dirs
+        self.partition_dirs += other.partition_dirs
+        self.segment_files += other.segment_files
+        self.errors += other.errors
+
     @property
     def partition_bytes(self) -> int:
         """Sum of the partition dirs' bytes (what a log-dir row attributes besides its root files)."""
