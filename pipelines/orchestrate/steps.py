@@ -263,9 +263,12 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
 
 def status_reader(store: TableStore, config: AppConfig) -> TableStore | None:
     """A delta-rs store over ``store``'s warehouse when ``store`` is Spark's: a run-status row is found without a
-    Spark job (``run_status.tracked``)."""
+    Spark job (``run_status.tracked``). The Spark store's own ``probe`` when it has one."""
     if store.engine != "spark":
         return None
+    probe = getattr(store, "probe", None)
+    if probe is not None:
+        return probe
     from pipelines.tables.warehouse_store import warehouse_store
 
     return warehouse_store(store.warehouse, config.warehouse_storage_options)
