@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["archive_path", "build_archive", "driver_java_options"]
+__all__ = ["archive_path", "build_archive", "driver_java_options", "with_archive"]
 
 #: CDS's own warnings off: a JVM that cannot map the archive (another class path) starts as it would without it.
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -67,6 +67,12 @@ def driver_java_options() -> str:
     if path is None or not path.is_file():
         return ""
     return f"-XX:SharedArchiveFile={path} {_QUIET}"
+
+
+def with_archive(options: str, master: str) -> str:
+    """The driver JVM ``options`` of a session on ``master``, with the archive's appended on a local master."""
+    archive = driver_java_options() if master.startswith("local") else ""
+    return f"{options} {archive}".strip() if archive else options
 
 
 def build_archive(*, verbose: bool = True, timeout_s: float = 900) -> Path | None:

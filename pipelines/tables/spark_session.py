@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
 from pipelines.errors import PipelinesError
-from pipelines.tables.class_archive import driver_java_options
+from pipelines.tables.class_archive import with_archive
 from pipelines.tables.object_store import S3A_EXCLUDES, S3A_PACKAGES
 
 if TYPE_CHECKING:
@@ -299,9 +299,8 @@ def build_spark(
         if key in settings and key in extra:
             extra[key] = ",".join([settings[key], extra[key]])
     settings.update(extra)
-    if starts_jvm and master.startswith("local") and (archive := driver_java_options()):  # see class_archive
-        given = settings.get("spark.driver.extraJavaOptions", "")
-        settings["spark.driver.extraJavaOptions"] = f"{given} {archive}".strip()
+    if starts_jvm and (options := with_archive(settings.get("spark.driver.extraJavaOptions", ""), master)):
+        settings["spark.driver.extraJavaOptions"] = options  # Spark's classes mapped from a file (class_archive)
     if starts_jvm and "spark.pyspark.python" in settings:  # pyspark takes the executors' Python from this variable
         os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     resolving = "spark.jars.packages" in settings

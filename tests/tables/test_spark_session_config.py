@@ -48,3 +48,33 @@ def test_local_sessions_run_without_adaptive_execution() -> None:
     """A local session runs each query's shuffles and broadcasts in one job (AQE makes each one a job of its own)."""
     assert spark_session._local_defaults("local[2]")["spark.sql.adaptive.enabled"] == "false"
     assert spark_session._COMMON_DEFAULTS["spark.sql.adaptive.enabled"] == "true"  # a cluster's session keeps it
+
+
+def test_only_a_local_masters_driver_maps_the_class_archive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Another master's driver keeps the cluster's own ``spark.driver.extraJavaOptions`` (Kerberos, truststores)."""
+    from pipelines.tables import class_archive
+
+    monkeypatch.setenv("KLGC_CACHE_DIR", str(tmp_path))
+    path = class_archive.archive_path()
+    assert path is not None
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"archive")
+    assert class_archive.with_archive("-Da=1", "local[2]") == f"-Da=1 {class_archive.driver_java_options()}"
+    assert str(path) in class_archive.with_archive("", "local[*]")
+    for master in ("spark://master:7077", "yarn", "k8s://https://api:6443"):
+        assert class_archive.with_archive("-Da=1", master) == "-Da=1"
+        assert class_archive.with_archive("", master) == ""
+    monkeypatch.setenv("KLGC_CLASS_ARCHIVE", "off")
+    assert class_archive.with_archive("-Da=1", "local[2]") == "-Da=1"
+
+
+def test_an_archive_key_that_cannot_be_worked_out_means_no_archive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyspark from ``$SPARK_HOME/python`` has no package metadata: the session starts without the archive."""
+    from pipelines.tables import class_archive
+
+    def no_metadata(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(class_archive.importlib.metadata, "version", no_metadata)
+    assert class_archive.driver_java_options() == ""
+    assert class_archive.with_archive("-Da=1", "local[2]") == "-Da=1"
