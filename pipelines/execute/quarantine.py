@@ -135,8 +135,11 @@ class QuarantineArea:
             if st is None:
                 if not create:
                     return False
-                os.mkdir(path, 0o700)
-                fsync_dir(path.parent)
+                try:
+                    os.mkdir(path, 0o700)
+                    fsync_dir(path.parent)
+                except FileExistsError:  # another executor on this host made it meanwhile: checked as any other
+                    pass
                 st = os.lstat(path)
             self._check(path, st, log_dev)
         return True

@@ -283,3 +283,33 @@ def test_restore_needs_the_item_in_the_plan_even_with_a_forged_journal(tmp_path:
                                         dst=str(planted / name), fingerprint=fp)
     report = restore(w.config, w.store, "plan-1", 1, execute=True)
     assert "lists no such item" in report.failed["planted"] and not (w.log_dir / name).exists()
+
+
+@pytest.mark.parametrize("made_meanwhile", ["dir", "symlink"])
+def test_a_quarantine_root_made_between_the_check_and_the_mkdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                made_meanwhile: str) -> None:
+    """Two brokers' executors on one host create the shared quarantine root at once: the one whose mkdir finds it
+    made checks it as any existing root (accepted when it is a real dir of ours, refused when a symlink). The other
+    executor is played by making the root just before our mkdir runs."""
+    import pipelines.execute.quarantine as quarantine
+
+    log_dir = tmp_path / "data-0"
+    log_dir.mkdir()
+    area = quarantine.QuarantineArea.of(log_dir, ".klgc-quarantine")
+    real_mkdir = os.mkdir
+
+    def racing_mkdir(path, mode=0o777, **kw):  # type: ignore[no-untyped-def]
+        if Path(path) == area.root and not os.path.lexists(path):
+            if made_meanwhile == "dir":
+                real_mkdir(path, 0o700)
+            else:
+                os.symlink(tmp_path / "elsewhere", path)
+        return real_mkdir(path, mode, **kw)
+
+    monkeypatch.setattr(quarantine.os, "mkdir", racing_mkdir)
+    if made_meanwhile == "dir":
+        assert area.validate([str(log_dir)], create=True)
+        assert area.path.is_dir()
+    else:
+        with pytest.raises(QuarantineError, match="symlink"):
+            area.validate([str(log_dir)], create=True)
