@@ -60,5 +60,9 @@ class StorageUnavailable(PipelinesError):
     """The warehouse's object store stayed unreachable or kept throttling through every retry."""
 
 
+class SparkStartFailed(PipelinesError):
+    """Spark could not start: its jars could not be resolved, or the driver JVM exited before it was up."""
+
+
 class StepRefused(PipelinesError):
     """A pipeline step will not run on a run id whose earlier step (crawl, ingest) did not succeed."""

@@ -15,6 +15,7 @@ DECODE = 8  # input is not the Kafka format it claims to be
 FAILED = 9  # a run finished but failed (e.g. plan re-check disagreement)
 UNAVAILABLE = 10  # the warehouse's object store stayed unreachable or throttling through every retry
 HOST_IO = 11  # a write on the broker host failed (disk full, I/O error); rerun to resume
+SPARK_START = 12  # Spark could not start: jars not resolvable (repository unreachable) or the JVM exited at start
 
 #: Most specific first.
 FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
@@ -28,6 +29,7 @@ FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (errors.ReplayError, DECODE),
     (errors.SourceUnavailable, UNREADABLE),
     (errors.StorageUnavailable, UNAVAILABLE),
+    (errors.SparkStartFailed, SPARK_START),
     (errors.PipelinesError, FAILED),
     (FileNotFoundError, UNREADABLE),
     (PermissionError, UNREADABLE),
