@@ -4,7 +4,7 @@
 #               (all but the second tier: the jobs on a Spark standalone cluster, the KRaft tests on Kafka 3.9.2
 #               and the long property/fuzz runs,
 #               `make test-second-tier`)
-.PHONY: setup system-deps demo test test-second-tier test-fast lint bench
+.PHONY: setup system-deps demo test test-second-tier test-fast lint docs bench
 
 PY := .venv/bin/python
 
@@ -20,12 +20,16 @@ demo: setup
 test: setup system-deps
 	$(PY) -m pytest -q -p no:cacheprovider --timeout=900 -m "not second_tier and not slow"
 	.venv/bin/ruff check pipelines jobs tests bench
+	.venv/bin/mkdocs build --strict --quiet
 
 test-second-tier: setup system-deps
 	$(PY) -m pytest -q -p no:cacheprovider --timeout=1800 -m "second_tier or slow"
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not spark and not sftp and not integration"
+
+docs: setup
+	.venv/bin/mkdocs build --strict
 
 lint:
 	.venv/bin/ruff check pipelines jobs tests bench

@@ -1,4 +1,4 @@
-"""Print the Markdown reference of every Delta table from pipelines.tables.schemas (pasted into the README).
+"""Print the Markdown reference of every Delta table from pipelines.tables.schemas (pasted into docs/tables.md).
 
     .venv/bin/python scripts/table_docs.py
 """
@@ -14,7 +14,7 @@ def render() -> str:
     for table in ALL_TABLES.values():
         parts = f" Partitioned by `{', '.join(table.partition_by)}`." if table.partition_by else ""
         writer = f" Written by {ENGINE_NAMES[writer_of(table.name)]} only."
-        out.append(f"#### `{table.name}`\n{table.doc}{parts}{writer}\n")
+        out.append(f"### `{table.name}`\n{table.doc}{parts}{writer}\n")
         out.append("| column | type | notes |\n|---|---|---|")
         for c in table.columns:
             required = "" if c.nullable else " (required)"

@@ -1,8 +1,9 @@
-"""The README stays true: its table reference, commands and class vocabulary match the code."""
+"""The README and the docs stay true: the table reference, commands, class vocabulary and set-up match the code."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 from pipelines.cli.main import COMMANDS
@@ -10,6 +11,11 @@ from pipelines.detect.classes import ALL_CLASSES
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = REPO / "docs"
+
+
+def _doc(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
 
 
 def _table_docs() -> str:
@@ -21,21 +27,38 @@ def _table_docs() -> str:
 
 
 def test_table_reference_is_generated_from_the_schemas() -> None:
-    start = README.index("<!-- tables:start -->") + len("<!-- tables:start -->")
-    end = README.index("<!-- tables:end -->")
-    assert README[start:end].strip() == _table_docs().strip(), "run scripts/table_docs.py and paste its output"
+    tables = _doc("tables.md")
+    start = tables.index("<!-- tables:start -->") + len("<!-- tables:start -->")
+    end = tables.index("<!-- tables:end -->")
+    assert tables[start:end].strip() == _table_docs().strip(), "run scripts/table_docs.py and paste its output"
 
 
 def test_every_command_is_documented() -> None:
-    missing = [name for name in COMMANDS if f"logdir-gc {name}" not in README]
-    assert not missing, f"README does not mention: {missing}"
+    commands = _doc("commands.md")
+    missing = [name for name in COMMANDS if f"logdir-gc {name}" not in commands]
+    assert not missing, f"docs/commands.md does not mention: {missing}"
 
 
 def test_every_class_is_documented() -> None:
-    missing = [c for c in ALL_CLASSES if f"`{c}`" not in README]
-    assert not missing, f"README does not explain classes: {missing}"
+    classes = _doc("classes.md")
+    missing = [c for c in ALL_CLASSES if f"`{c}`" not in classes]
+    assert not missing, f"docs/classes.md does not explain classes: {missing}"
 
 
 def test_two_setup_commands_and_ci_use_the_same_test_command() -> None:
     assert "make demo" in README and "make test" in README
     assert "make test" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_readme_is_a_landing_page_that_maps_every_docs_page() -> None:
+    assert len(README.splitlines()) <= 300
+    linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)", README))
+    pages = {p.name for p in DOCS.glob("*.md")}
+    assert pages - linked == set(), f"README's map lacks {sorted(pages - linked)}"
+    assert linked - pages == set(), f"README links to missing pages {sorted(linked - pages)}"
+
+
+def test_every_docs_page_is_in_the_mkdocs_navigation() -> None:
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    missing = [p.name for p in DOCS.glob("*.md") if f": {p.name}" not in nav]
+    assert not missing, f"mkdocs.yml nav lacks {missing}"

@@ -1,4 +1,4 @@
-"""Exit codes of ``logdir-gc``, one per error family (documented in the README)."""
+"""Exit codes of ``logdir-gc``, one per error family (documented in docs/commands.md)."""
 
 from __future__ import annotations
 

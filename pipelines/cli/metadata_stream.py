@@ -1,6 +1,6 @@
 """``logdir-gc metadata show --json``: one JSON document, written as it is built.
 
-The document is the one ``metadata show --json`` always printed (keys documented in the README) plus ``summary``;
+The document is the one ``metadata show --json`` always printed (keys documented in docs/commands.md) plus ``summary``;
 topics and events are encoded a chunk at a time and written out, so no whole-image document (nor its text)
 is ever held in memory. Whitespace differs from the former indented output; the JSON is the same.
 """

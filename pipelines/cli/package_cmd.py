@@ -1,4 +1,4 @@
-"""``logdir-gc package``: the wheel and the environment archive for Spark executors (README "Deploying")."""
+"""``logdir-gc package``: the wheel and the environment archive for Spark executors (docs/deploying.md)."""
 
 from __future__ import annotations
 

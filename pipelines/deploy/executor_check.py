@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 #: What a crawl task imports (the backends, fsspec, the Kafka parsers come with it); pyarrow: the tasks hand their
 #: rows to Spark as Arrow batches (``mapInArrow``).
 CRAWL_MODULES = ("pipelines.crawl.tasks", "pipelines.crawl.inventory_file", "pyarrow")
-README_SECTION = 'README "Deploying"'
+DEPLOY_DOC = 'docs/deploying.md'
 _MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 
 
@@ -33,7 +33,7 @@ def missing_module_error(module: str, detail: str = "") -> ExecutorsLackModule:
     why = f" ({detail})" if detail else ""
     return ExecutorsLackModule(
         f"Spark executors cannot import {module}{why}: ship the package to them with `logdir-gc package` "
-        f"(spark.archives), see {README_SECTION}")
+        f"(spark.archives), see {DEPLOY_DOC}")
 
 
 def crawl_modules(log_dir_urls: Sequence[str]) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Prometheus metrics: what a Spark run found and what an executor did, in Prometheus' text format.
 
-- ``catalog``: every metric the product writes (name, type, help, labels); the README table and the monitoring
+- ``catalog``: every metric the product writes (name, type, help, labels); the docs/monitoring.md table and the monitoring
   tests read it.
 - ``families``: building metric families and rendering them as text (prometheus_client's exposition format).
 - ``textfile``: atomic local writes (temp file + rename) and reading a file back.

@@ -1,5 +1,5 @@
 """The four jobs on a real Spark standalone cluster (one master, two workers, each its own JVM on 127.0.0.1) whose
-workers' Python lacks this package, submitted with spark-submit as README "Deploying" shows.
+workers' Python lacks this package, submitted with spark-submit as docs/deploying.md shows.
 
 One cluster for the module; the tests run in order and build on each other's warehouse:
 1. without the package shipped, the crawl fails with one line naming the missing module; detect then refuses the
@@ -69,7 +69,7 @@ def _jars() -> str:
 
 
 def _submit_command(cluster: StandaloneCluster, job: str, args: list[str], shipped: list[str]) -> list[str]:
-    """spark-submit as README "Deploying" shows, with --jars (the cached Delta jars) in place of --packages."""
+    """spark-submit as docs/deploying.md shows, with --jars (the cached Delta jars) in place of --packages."""
     defaults = str(REPO / "conf" / "spark-defaults.conf")
     return [SPARK_SUBMIT, "--master", cluster.master_url, "--properties-file", defaults, "--jars", _jars(), *shipped,
             str(REPO / "jobs" / f"{job}.py"), *args]
@@ -130,7 +130,7 @@ def test_executors_without_the_package_fail_in_one_line_and_detect_refuses_the_r
     crawl = _submit(standalone, world, "crawl", _job_args(world, "crawl", "bare"), _driver_only(package))
     assert crawl.returncode == 1, crawl.stderr[-3000:]
     line = _error_line(crawl)
-    assert line.startswith("error: Spark executors cannot import pipelines") and 'README "Deploying"' in line
+    assert line.startswith("error: Spark executors cannot import pipelines") and 'docs/deploying.md' in line
 
     wheel_as_zip = world["root"] / "kafka_logdir_gc.zip"  # --py-files puts .zip (not .whl) on the executors' path
     shutil.copy(package["wheel"], wheel_as_zip)

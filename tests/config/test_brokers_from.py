@@ -84,8 +84,8 @@ def test_a_shared_path_is_fine_with_an_inventory_per_broker() -> None:
     assert config.brokers_from.broker(7)["inventory"] == "s3://b/kafka-7.parquet"
 
 
-def test_the_readme_fleet_example_is_a_valid_config() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_documented_fleet_example_is_a_valid_config() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     start = readme.index("```yaml\nbrokers_from:") + len("```yaml\n")
     block = yaml.safe_load(readme[start:readme.index("```", start)])
     config = config_from_dict({**BASE, **block})

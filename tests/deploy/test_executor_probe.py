@@ -49,7 +49,7 @@ def test_a_spark_failure_caused_by_a_missing_module_becomes_one_line() -> None:
             '  File "serializers.py", line 454, in loads\nModuleNotFoundError: No module named \'fsspec\'\n\tat ...')
     error = as_missing_module(RuntimeError(java))
     assert error is not None and "\n" not in str(error)
-    assert str(error).startswith("Spark executors cannot import fsspec:") and 'README "Deploying"' in str(error)
+    assert str(error).startswith("Spark executors cannot import fsspec:") and 'docs/deploying.md' in str(error)
     assert as_missing_module(RuntimeError("Job aborted: disk full")) is None
 
 
