@@ -27,7 +27,7 @@ from pipelines.config.models import AppConfig
 from pipelines.kafka.logdir import fingerprint_dir
 from pipelines.plan import approval
 from pipelines.plan.model import GcPlan, PlanItem
-from pipelines.signing.workflow import approve_signed
+from pipelines.signing.workflow import approve_signed, propose_signed
 from pipelines.tables.rust_engine import RustTableStore
 
 BROKER = 1
@@ -155,18 +155,20 @@ def keyring_of(config: AppConfig) -> Keyring:
 
 
 def approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by: str = "reviewer") -> None:
-    """Register ``plan`` and approve it as ``by``: signed with ``by``'s key when the world is signed."""
+    """Register ``plan`` and approve it as ``by``: when the world is signed, its author (``created_by``) signs the
+    proposal and ``by`` the approval, each with their own key."""
     approval.register_plan(store, plan, actor=plan.created_by, policy=config.policy)
     if config.executor.require_signatures:
+        propose_signed(store, plan.plan_id, policy=config.policy, key=keyring_of(config).key(plan.created_by))
         approve_signed(store, plan.plan_id, by=by, policy=config.policy, key=keyring_of(config).key(by))
     else:
         approval.approve(store, plan.plan_id, by=by, policy=config.policy)
 
 
 def force_approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by: str = "reviewer") -> None:
-    """What someone holding ONE approver key who can also write the warehouse can do: sign any plan (no approval
-    policy runs on their machine) and write the rows that say it is approved. The executor's own checks are all
-    that stand between such a plan and the disk."""
+    """What someone holding ONE approver key and the author's key (``created_by``'s, e.g. the plan job's) who can
+    also write the warehouse can do: sign any plan (no approval policy runs on their machine) and write the rows that
+    say it is approved. The executor's own checks are all that stand between such a plan and the disk."""
     from pipelines.signing.records import store_signature
     from pipelines.signing.signer import sign
     from pipelines.signing.workflow import statement_for
@@ -176,6 +178,8 @@ def force_approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by:
     store.update("gc_plans", {"plan_id": plan.plan_id}, {"status": "approved", "approvals": [by]})
     approval.append_audit(store, plan.plan_id, now, by, "approve", "proposed", "approved", "", plan.content_hash)
     if config.executor.require_signatures:
+        author = statement_for(plan, "propose", plan.created_by, config.policy, now=now)
+        store_signature(store, plan.plan_id, now, sign(author, key=keyring_of(config).key(plan.created_by)))
         statement = statement_for(plan, "approve", by, config.policy, now=now)
         store_signature(store, plan.plan_id, now, sign(statement, key=keyring_of(config).key(by)))
 
