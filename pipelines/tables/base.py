@@ -22,7 +22,6 @@ fail with one :class:`~pipelines.errors.StorageUnavailable` line (``pipelines.ta
 from __future__ import annotations
 
 import math
-import random
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -32,7 +31,9 @@ from datetime import date, datetime, timezone
 from typing import Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlparse
 
+from pipelines.tables.backoff import RetryPolicy
 from pipelines.tables.schemas import ALL_TABLES, TableSchema
+from pipelines.tables.storage_retry import STORAGE_RETRY, retry_transient
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -81,18 +82,7 @@ class HistoryEntry:
     metrics: Mapping[str, str]
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Bounded exponential backoff with full jitter for commit conflicts."""
-
-    attempts: int = 10
-    base_delay_s: float = 0.05
-    max_delay_s: float = 2.0
-
-    def delay(self, attempt: int) -> float:
-        return random.uniform(0, min(self.max_delay_s, self.base_delay_s * (2**attempt)))
-
-
+#: Backoff for commit conflicts: many short waits (a losing writer re-runs against the newer version at once).
 DEFAULT_RETRY = RetryPolicy()
 
 
@@ -285,7 +275,6 @@ class TableStore(ABC):
         Only the outermost call of a thread retries (a write's inner reads do not multiply the attempts).
         """
         from pipelines.tables.object_store import redact
-        from pipelines.tables.storage_retry import STORAGE_RETRY, retry_transient
 
         if getattr(_GUARD, "active", False):
             return operation()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from pipelines.errors import StorageUnavailable
-from pipelines.tables.base import RetryPolicy
+from pipelines.tables.backoff import RetryPolicy
 
 __all__ = ["STORAGE_RETRY", "is_transient", "one_line", "retry_transient"]
 
