@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-from pipelines.cli.exit_codes import UNREADABLE
+from pipelines.cli.remote_errors import cannot, reach_errors
 from pipelines.cli.storage_options import storage_options
 from pipelines.kafka.inspect_report import inspect_json, render_text
 from pipelines.kafka.logdir import scan_log_dir
+from pipelines.redaction import secret_values
 
 
 @click.command("inspect")
@@ -29,14 +29,13 @@ def inspect(logdir: str, as_json: bool, storage_option: tuple[str, ...]) -> None
     Exits 0 whenever the inventory could be produced, problems included; exits 3 when LOGDIR cannot be read.
     """
     options = storage_options(storage_option)
+    secrets = secret_values(options) | secret_values(logdir)
     try:
         inventory = scan_log_dir(logdir, options or None)
-    except OSError as exc:
-        click.echo(f"logdir-gc inspect: cannot read {logdir}: {exc.strerror or exc}", err=True)
-        sys.exit(UNREADABLE)  # not ctx.exit: the group runs click with standalone_mode=False, which swallows it
+    except reach_errors() as exc:
+        cannot("inspect", "read", logdir, exc, secrets)
     except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or its backend is not installed
-        click.echo(f"logdir-gc inspect: cannot open {logdir}: {exc}", err=True)
-        sys.exit(UNREADABLE)  # not ctx.exit: the group runs click with standalone_mode=False, which swallows it
+        cannot("inspect", "open", logdir, exc, secrets)
     if as_json:
         click.echo(json.dumps(inspect_json(inventory), indent=2, sort_keys=False))
     else:

@@ -14,6 +14,8 @@ import click
 
 from pipelines.cli import fast_exit
 from pipelines.cli.exit_codes import code_for
+from pipelines.redaction import redact_text
+from pipelines.terminal_text import shown
 
 COMMANDS: MappingProxyType[str, str] = MappingProxyType(
     {
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except Exception as exc:
         code = code_for(exc)  # re-raises anything that is not one of our families: a bug shows its traceback
-        click.echo(f"logdir-gc: error: {exc}", err=True)
+        click.echo(f"logdir-gc: error: {shown(redact_text(str(exc)), 2000)}", err=True)
         sys.exit(code)
     code = code if isinstance(code, int) else 0
     fast_exit.finish(code)

@@ -16,6 +16,8 @@ from pipelines.cli import fast_exit
 from pipelines.cli.exit_codes import DECODE, UNREADABLE
 from pipelines.cli.storage_options import storage_options
 from pipelines.errors import DecodeError
+from pipelines.redaction import redact_text
+from pipelines.terminal_text import shown
 
 if TYPE_CHECKING:
     from pipelines.metadata.metadata_log_source import ReplayResult
@@ -43,7 +45,9 @@ def show(path: str, as_json: bool, records: bool, list_topics: bool, list_partit
     holds no metadata record at all (empty files, or no segment or snapshot) or, with --records, a record cannot
     be decoded.
     """
+    from pipelines.cli.remote_errors import cannot, reach_errors
     from pipelines.metadata.metadata_log_source import url_to_fs
+    from pipelines.redaction import secret_values
 
     if records and (as_json or list_topics or list_partitions or list_events):
         raise click.UsageError("--records dumps records; it does not combine with --json, --topics, "
@@ -52,40 +56,40 @@ def show(path: str, as_json: bool, records: bool, list_topics: bool, list_partit
         raise click.UsageError("--json prints everything; it does not combine with --topics, --partitions "
                                "or --events")
     options = storage_options(storage_option)
+    secrets = secret_values(options) | secret_values(path)
     try:
         fs, root = url_to_fs(path, options)
     except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or missing backend
-        click.echo(f"logdir-gc metadata show: cannot open {path}: {exc}", err=True)
-        sys.exit(UNREADABLE)
+        cannot("metadata show", "open", path, exc, secrets)
+    except reach_errors() as exc:  # an sftp:// host that refuses, is unknown, or rejects the login
+        cannot("metadata show", "reach", path, exc, secrets)
     sys.stdout.flush()
     out: BinaryIO = sys.stdout.buffer
     fast_exit.request()
     try:
         if records:
-            _records(fs, root, path, out)
+            _records(fs, root, path, out, secrets)
             return
         from pipelines.metadata.metadata_log_source import load_metadata
 
         summary_only = not (as_json or list_topics or list_partitions or list_events)
         # the summary counts events: the partition_added events of new partitions are counted, not kept
         result = load_metadata(path, options or None, keep_partition_added=not summary_only)
-    except OSError as exc:
-        click.echo(f"logdir-gc metadata show: cannot read {path}: {exc.strerror or exc}", err=True)
-        sys.exit(UNREADABLE)
+    except reach_errors() as exc:
+        cannot("metadata show", "read", path, exc, secrets)
     except DecodeError as exc:
-        click.echo(f"logdir-gc metadata show: cannot decode {path}: {exc}", err=True)
-        sys.exit(DECODE)
+        cannot("metadata show", "decode", path, exc, secrets, code=DECODE)
     if not any(f.records for f in result.files):
         why = (result.errors or result.image.incomplete_reasons
                or ([f"{len(result.files)} file(s), every one empty"] if result.files
                    else ["no .log segment or .checkpoint snapshot in it"]))
-        click.echo(f"logdir-gc metadata show: {path} holds no decodable KRaft metadata record: " + "; ".join(why),
-                   err=True)
+        line = redact_text(f"{path} holds no decodable KRaft metadata record: " + "; ".join(why), secrets)
+        click.echo(f"logdir-gc metadata show: {shown(line, 1000)}", err=True)
         sys.exit(DECODE)
     _show(result, out, as_json, list_topics, list_partitions, list_events)
 
 
-def _records(fs: object, root: str, path: str, out: BinaryIO) -> None:
+def _records(fs: object, root: str, path: str, out: BinaryIO, secrets: set[str]) -> None:
     from pipelines.cli.metadata_records import dump_records
 
     protocol = getattr(fs, "protocol", ())
@@ -93,7 +97,7 @@ def _records(fs: object, root: str, path: str, out: BinaryIO) -> None:
     problems = dump_records(fs, root, out, local)
     out.flush()
     for problem in problems:
-        click.echo(f"logdir-gc metadata show: {problem}", err=True)
+        click.echo(f"logdir-gc metadata show: {shown(redact_text(problem, secrets), 1000)}", err=True)
     if problems:
         sys.exit(DECODE)
 

@@ -31,6 +31,7 @@ from pipelines.crawl.rows import (
 )
 from pipelines.errors import PipelinesError
 from pipelines.kafka.gc_pause import gc_paused
+from pipelines.redaction import redact_config, redact_text, secret_values
 
 #: A log dir with more partition dirs than this is fanned out in chunks of this many.
 DEFAULT_FANOUT_DIRS = 2000
@@ -74,9 +75,30 @@ class LogDirJob:
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     inventory: str | None = None
     configured_log_dirs: tuple[str, ...] = ()
+    #: the URL to list when ``log_dir`` (the name the rows record) had a password masked (``redaction``)
+    url: str = ""
 
     def ctx(self, crawled_at: datetime, log_dir: str | None = None) -> RowContext:
         return RowContext(self.run_id, self.cluster, self.broker_id, log_dir or self.log_dir, crawled_at)
+
+    @property
+    def target(self) -> str:
+        """What the backend opens: the configured URL, credentials included."""
+        return self.url or self.log_dir
+
+    def secrets(self) -> set[str]:
+        """The credentials of this job's URL and storage options (masked in its error rows)."""
+        return secret_values(self.storage_options, under_secret=False) | secret_values(
+            [self.target, self.inventory or ""])
+
+
+def _redacted_errors(job: LogDirJob, rows: LogDirRows) -> LogDirRows:
+    """``rows`` with the job's credentials masked in every error reason (a backend's message may quote them)."""
+    if rows.errors:
+        secrets = job.secrets()
+        for row in rows.errors:
+            row["reason"] = redact_text(str(row.get("reason") or ""), secrets)
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +113,11 @@ def jobs_for(brokers: Sequence[BrokerLike], *, run_id: str, cluster: str) -> lis
     jobs: list[LogDirJob] = []
     for b in brokers:
         opts = dict(b.storage_options or {})
-        if b.inventory:
-            jobs.append(LogDirJob(run_id, cluster, b.broker_id, b.inventory, opts, b.inventory, tuple(b.log_dirs)))
+        if b.inventory:  # the rows name the configured log dirs and the inventory without their passwords
+            jobs.append(LogDirJob(run_id, cluster, b.broker_id, redact_text(b.inventory), opts, b.inventory,
+                                  tuple(redact_text(d) for d in b.log_dirs)))
         else:
-            jobs.extend(LogDirJob(run_id, cluster, b.broker_id, url, opts) for url in b.log_dirs)
+            jobs.extend(LogDirJob(run_id, cluster, b.broker_id, redact_text(url), opts, url=url) for url in b.log_dirs)
     return jobs
 
 
@@ -107,7 +130,8 @@ def root_task(
     job: LogDirJob, crawled_at: datetime, *, include_segments: bool, fanout_dirs: int | None
 ) -> tuple[LogDirRows, list[Chunk]]:
     with gc_paused():
-        return _root_task(job, crawled_at, include_segments=include_segments, fanout_dirs=fanout_dirs)
+        rows, chunks = _root_task(job, crawled_at, include_segments=include_segments, fanout_dirs=fanout_dirs)
+        return _redacted_errors(job, rows), chunks
 
 
 def _root_task(
@@ -116,12 +140,12 @@ def _root_task(
     if job.inventory is not None:
         return inventory_task(job, crawled_at, include_segments=include_segments), []
     ctx = job.ctx(crawled_at)
-    list_log_dir = backend_for(job.log_dir)
-    can_fan_out = fanout_dirs is not None and backend_name(job.log_dir) in FANOUT_BACKENDS
+    list_log_dir = backend_for(job.target)
+    can_fan_out = fanout_dirs is not None and backend_name(job.target) in FANOUT_BACKENDS
     try:
         listing = list_log_dir(
-            job.log_dir, job.storage_options, fanout_above=fanout_dirs if can_fan_out else None,
-            **_summarize(job.log_dir, include_segments),
+            job.target, job.storage_options, fanout_above=fanout_dirs if can_fan_out else None,
+            **_summarize(job.target, include_segments),
         )  # fmt: skip
     except storage_errors() as exc:
         return log_dir_failed(ctx, exc), []
@@ -139,7 +163,7 @@ def _root_task(
 
 def chunk_task(chunk: Chunk, *, include_segments: bool) -> LogDirRows:
     with gc_paused():
-        return _chunk_task(chunk, include_segments=include_segments)
+        return _redacted_errors(chunk.job, _chunk_task(chunk, include_segments=include_segments))
 
 
 def _chunk_task(chunk: Chunk, *, include_segments: bool) -> LogDirRows:
@@ -147,8 +171,8 @@ def _chunk_task(chunk: Chunk, *, include_segments: bool) -> LogDirRows:
     ctx = job.ctx(chunk.crawled_at)
     dirs = frozenset(chunk.dirs)
     try:
-        listing = backend_for(job.log_dir)(
-            job.log_dir, job.storage_options, only=dirs, **_summarize(job.log_dir, include_segments)
+        listing = backend_for(job.target)(
+            job.target, job.storage_options, only=dirs, **_summarize(job.target, include_segments)
         )
     except storage_errors() as exc:
         out = log_dir_failed(ctx, exc)
@@ -198,30 +222,20 @@ def inventory_task(job: LogDirJob, crawled_at: datetime, *, include_segments: bo
     return out
 
 
-#: fsspec option names that carry credentials without saying so (s3fs ``key``, ``secret``, ``token``).
-_CREDENTIAL_OPTIONS = frozenset({"key", "secret", "token", "aws_access_key_id"})
-
-
 def redacted_config_json(brokers: Sequence[BrokerLike]) -> str:
-    """The brokers' crawl settings as JSON, credentials (passwords, keys, secrets, tokens) replaced by ``***``."""
-    from pipelines.tables.object_store import is_secret_option
-
-    def clean(opts: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: ("***" if is_secret_option(k) or k.lower() in _CREDENTIAL_OPTIONS else v)
-                for k, v in sorted(opts.items())}
-
+    """The brokers' crawl settings as JSON, every credential replaced by ``***``: values under a credential's name
+    at any depth of ``storage_options`` (lists included) and passwords in the log dir and inventory URLs
+    (``pipelines.redaction``)."""
     return json.dumps(
-        [
+        redact_config([
             {
                 "broker_id": b.broker_id,
                 "log_dirs": list(b.log_dirs),
-                "storage_options": clean(b.storage_options or {}),
+                "storage_options": dict(sorted((b.storage_options or {}).items())),
                 "inventory": b.inventory,
             }
             for b in brokers
-        ],
+        ]),
         sort_keys=True,
         default=str,
     )
-
-

@@ -6,6 +6,7 @@ from typing import Any
 
 from pipelines.kafka.logdir import LogDirInventory, PartitionDirInventory
 from pipelines.kafka.problems import SEVERITIES, Problem
+from pipelines.terminal_text import shown
 
 
 def _meta_json(inv: LogDirInventory) -> dict[str, Any]:
@@ -102,24 +103,27 @@ def _size(n: int) -> str:
 
 
 def render_text(inv: LogDirInventory, *, max_problems: int = 200) -> str:
-    """A human report: fatal problems first and loud, then a table of partition dirs by kind."""
-    out: list[str] = [f"Log dir: {inv.log_dir}"]
+    """A human report: fatal problems first and loud, then a table of partition dirs by kind.
+
+    Every name read from the disk is escaped and cut (``terminal_text.shown``).
+    """
+    out: list[str] = [f"Log dir: {shown(inv.log_dir)}"]
     mp = inv.meta_properties
     if mp is None:
         out.append(f"  meta.properties: {inv.meta_properties_status}")
     else:
         out.append(
-            f"  meta.properties: version={mp.version} cluster.id={mp.cluster_id} node={mp.node_id} "
-            f"directory.id={mp.directory_id or '-'} ({inv.meta_properties_status})"
+            f"  meta.properties: version={mp.version} cluster.id={shown(mp.cluster_id)} node={mp.node_id} "
+            f"directory.id={shown(mp.directory_id or '-')} ({inv.meta_properties_status})"
         )
     for name, cp in inv.checkpoints.items():
-        out.append(f"  {name}: {cp.status}, {len(cp.entries)} entries")
+        out.append(f"  {shown(name)}: {cp.status}, {len(cp.entries)} entries")
     extras = [
         ".lock" if inv.has_lock_file else "",
         ".kafka_cleanshutdown" if inv.clean_shutdown else "",
         "bootstrap.checkpoint" if inv.has_bootstrap_checkpoint else "",
         "__cluster_metadata-0" if inv.has_cluster_metadata else "",
-        *inv.special_dirs,
+        *(shown(d) for d in inv.special_dirs),
     ]
     out.append("  present: " + (", ".join(x for x in extras if x) or "-"))
     all_problems = inv.all_problems
@@ -127,7 +131,7 @@ def render_text(inv: LogDirInventory, *, max_problems: int = 200) -> str:
     if fatal:
         out.append("")
         out.append(f"!!! KAFKA WOULD FAIL TO START WITH THIS LOG DIR ({len(fatal)} fatal problem(s)) !!!")
-        out.extend(f"!!! {p}" for p in fatal)
+        out.extend(f"!!! {shown(p, 1000)}" for p in fatal)
     by_kind: dict[str, list[PartitionDirInventory]] = {}
     for d in inv.partition_dirs:
         by_kind.setdefault(d.kind, []).append(d)
@@ -140,14 +144,14 @@ def render_text(inv: LogDirInventory, *, max_problems: int = 200) -> str:
             out.append(f"  {kind:<12} {len(dirs):>6} dirs  {_size(total):>10}")
     for kind in ("delete", "stray", "future", "unparseable"):
         for d in by_kind.get(kind, []):
-            out.append(f"    {kind}: {d.name}  topic_id={d.topic_id or '-'}  {_size(d.bytes)}")
+            out.append(f"    {kind}: {shown(d.name)}  topic_id={shown(d.topic_id or '-')}  {_size(d.bytes)}")
     rest = [p for p in all_problems if p.severity != "fatal"]
     if rest:
         out.append("")
         out.append(f"Problems: {', '.join(f'{n} {s}' for s, n in _counts(all_problems).items() if n)}")
         order = {s: i for i, s in enumerate(SEVERITIES)}
         for p in sorted(rest, key=lambda p: order[p.severity])[:max_problems]:
-            out.append(f"  {p}")
+            out.append(f"  {shown(p, 1000)}")
         if len(rest) > max_problems:
             out.append(f"  ... {len(rest) - max_problems} more (use --json for all)")
     return "\n".join(out) + "\n"
