@@ -60,7 +60,7 @@ import urllib.error
 import urllib.request
 
 from pipelines.tables.spark_session import (
-    JarsUnavailable, delta_packages, jars_dir, jars_ready, maven_repo, resolve_jars,
+    SparkStartFailed, delta_packages, jars_dir, jars_ready, maven_repo, resolve_jars,
 )
 
 if not jars_ready():
@@ -70,9 +70,9 @@ if not jars_ready():
         urllib.request.urlopen(urllib.request.Request(pom, method="HEAD"), timeout=20).close()
     except (urllib.error.URLError, OSError) as exc:
         sys.exit(f"setup: Maven repository unreachable or artifact missing ({pom}): {exc}")
-try:
+try:  # under the cache's resolve lock: a set-up or a run resolving into the same cache meanwhile is waited for
     jars = resolve_jars(verbose=True)
-except JarsUnavailable as exc:
+except SparkStartFailed as exc:  # JarsUnavailable included
     sys.exit(f"setup: {exc}")
 print(f"setup: {len(jars)} jars ready in {jars_dir()}")
 PY

@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pipelines.tables.jar_cache import cache_dir, cached_jars
+
 __all__ = ["archive_path", "build_archive", "driver_java_options", "with_archive"]
 
 #: CDS's own warnings off: a JVM that cannot map the archive (another class path) starts as it would without it.
@@ -43,8 +45,6 @@ def _java() -> Path | None:
 
 def archive_path() -> Path | None:
     """Where the archive of this ``java``, pyspark and Delta jars is (or would be); None without a ``java``."""
-    from pipelines.tables.spark_session import cache_dir, cached_jars
-
     java = _java()
     if java is None:
         return None

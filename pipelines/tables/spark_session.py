@@ -10,43 +10,56 @@ Two situations:
   settings the caller passes explicitly, plus the Delta extension and catalog when none is set, are applied.
 * **Standalone Python** (``logdir-gc run``, tests, notebooks, the set-up script): a session is started on the
   given master (``local[*]`` by default, or a cluster's ``spark://``/``yarn``/``k8s://`` URL in client mode).
-  Delta jars are resolved ONCE by Spark's Ivy from one Maven repository (``KLGC_MAVEN_REPO``, default Maven
-  Central) into a cache directory of ours, because Spark's default resolver chain also consults ``~/.m2`` (which
-  may hold poms without jars) and an unreachable package host. The jars that resolution retrieved are recorded in
-  a manifest beside them; every later session starts on those files (``spark.jars``) without a resolver run. The
-  driver ships ``spark.jars`` to a cluster's executors, so the same works for non-local masters.
+  The Delta jars come from our own cache (``pipelines.tables.jar_cache``): resolved once by Spark's Ivy, one
+  process at a time, then started from as files (``spark.jars``). The driver ships ``spark.jars`` to a cluster's
+  executors, so the same works for non-local masters.
 
 The JVM we start can write its output (Spark's log4j, Ivy, JVM warnings) to a log file instead of the terminal
 (``log_file``), and Spark's ``spark.sql.warehouse.dir`` points into our cache, never at the caller's directory.
+A JVM that exits before it is up (jars not resolvable, a bad option) is one :class:`SparkStartFailed` line naming
+the cause and the log file.
 
-Environment:
-    KLGC_CACHE_DIR: cache root (Ivy settings, Ivy cache, resolved jars). Default: ``<repo>/.cache`` when this
-        file lives in a source checkout, else ``~/.cache/kafka-logdir-gc``.
-    KLGC_MAVEN_REPO: Maven repository root URL. Default: Maven Central.
+Environment: ``KLGC_CACHE_DIR`` and ``KLGC_MAVEN_REPO`` (see ``pipelines.tables.jar_cache``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import os
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import quoteattr
 
-from pipelines.errors import PipelinesError
+from pipelines.errors import SparkStartFailed
 from pipelines.tables.class_archive import with_archive
-from pipelines.tables.object_store import S3A_EXCLUDES, S3A_PACKAGES
+from pipelines.tables.jar_cache import (
+    MAVEN_CENTRAL,
+    JarsUnavailable,
+    cache_dir,
+    cached_jars,
+    delta_jar_settings,
+    delta_packages,
+    ivy_settings_path,
+    jar_resolution,
+    jars_dir,
+    jars_manifest_path,
+    jars_ready,
+    maven_repo,
+    record_resolved_jars,
+)
+from pipelines.tables.object_store import S3A_PACKAGES
+from pipelines.tables.start_failure import cause_in_log, log_size
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = [
+__all__ = [  # the jar cache's names stay importable from here (set-up script, tests, jobs)
     "DEFAULT_APP_NAME",
+    "MAVEN_CENTRAL",
+    "S3A_PACKAGES",
     "JarsUnavailable",
+    "SparkStartFailed",
     "build_spark",
     "cache_dir",
     "cached_jars",
@@ -54,133 +67,13 @@ __all__ = [
     "delta_packages",
     "ivy_settings_path",
     "jars_dir",
+    "jars_manifest_path",
     "jars_ready",
     "maven_repo",
     "resolve_jars",
 ]
 
 DEFAULT_APP_NAME = "kafka-logdir-gc"
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
-_SCALA_VERSION = "2.13"
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-class JarsUnavailable(PipelinesError):
-    """The Delta Lake jars could not be resolved (repository unreachable or artifact missing)."""
-
-
-def cache_dir() -> Path:
-    """Cache root for Ivy settings, the Ivy cache and resolved jars (see module docstring)."""
-    override = os.environ.get("KLGC_CACHE_DIR")
-    if override:
-        return Path(override).expanduser()
-    if (_REPO_ROOT / "pyproject.toml").is_file() and (_REPO_ROOT / "pipelines").is_dir():
-        return _REPO_ROOT / ".cache"
-    return Path.home() / ".cache" / "kafka-logdir-gc"
-
-
-def maven_repo() -> str:
-    """Root URL of the one Maven repository jars are resolved from (``KLGC_MAVEN_REPO``)."""
-    url = os.environ.get("KLGC_MAVEN_REPO") or MAVEN_CENTRAL
-    return url if url.endswith("/") else url + "/"
-
-
-def delta_packages() -> list[str]:
-    """Maven coordinates of the Delta jars matching the installed ``pyspark`` and ``delta-spark``.
-
-    Same rule as ``delta.configure_spark_with_delta_pip``: ``io.delta:delta-spark_<spark major.minor>_2.13``.
-    """
-    spark_version = importlib.metadata.version("pyspark")
-    delta_version = importlib.metadata.version("delta-spark")
-    major_minor = ".".join(spark_version.split(".")[:2])
-    return [f"io.delta:delta-spark_{major_minor}_{_SCALA_VERSION}:{delta_version}"]
-
-
-def jars_dir() -> Path:
-    """Directory Spark's Ivy copies resolved jars into (``<spark.jars.ivy>/jars``)."""
-    return cache_dir() / "ivy" / "jars"
-
-
-def ivy_settings_path() -> Path:
-    """Write (if changed) and return an Ivy settings file with one Maven resolver and our own cache."""
-    root = cache_dir()
-    path = root / "ivysettings.xml"
-    text = (
-        "<ivysettings>\n"
-        '  <settings defaultResolver="klgc-maven"/>\n'
-        f"  <caches defaultCacheDir={quoteattr(str(root / 'ivy' / 'cache'))}/>\n"
-        "  <resolvers>\n"
-        f'    <ibiblio name="klgc-maven" m2compatible="true" root={quoteattr(maven_repo())}/>\n'
-        "  </resolvers>\n"
-        "</ivysettings>\n"
-    )
-    if not path.is_file() or path.read_text() != text:
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".xml.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    return path
-
-
-def _expected_jar_names() -> list[str]:
-    names = []
-    for coordinate in delta_packages() + list(S3A_PACKAGES):
-        group, artifact, version = coordinate.split(":")
-        names.append(f"{group}_{artifact}-{version}.jar")
-    return names
-
-
-def jars_ready() -> bool:
-    """True when the Delta jars are already in :func:`jars_dir` (a session starts without network)."""
-    directory = jars_dir()
-    return all((directory / name).is_file() for name in _expected_jar_names())
-
-
-def jars_manifest_path() -> Path:
-    """The record of the jars one resolution of the Delta and s3a packages retrieved (names in :func:`jars_dir`)."""
-    key = hashlib.sha256("\n".join([*delta_packages(), *S3A_PACKAGES, maven_repo()]).encode()).hexdigest()[:16]
-    return cache_dir() / "ivy" / f"resolved-{key}.jars"
-
-
-def cached_jars() -> list[Path] | None:
-    """The jar files a previous resolution recorded, when every one of them is still there; else None."""
-    try:
-        names = jars_manifest_path().read_text().split()
-    except OSError:
-        return None
-    paths = [jars_dir() / name for name in names]
-    if not names or not all(path.is_file() for path in paths):
-        return None
-    return paths
-
-
-def _record_resolved_jars(spark_jars: str) -> None:
-    """Write the manifest from the ``spark.jars`` a resolving session ended up with (our cache's jars only)."""
-    directory = jars_dir().resolve()
-    names = []
-    for url in filter(None, spark_jars.split(",")):
-        path = Path(url.removeprefix("file://").removeprefix("file:")).resolve()
-        if path.parent == directory:
-            names.append(path.name)
-    if not set(_expected_jar_names()) <= set(names):
-        return
-    target = jars_manifest_path()
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(f"{name}\n" for name in sorted(names)))
-    tmp.replace(target)
-
-
-def delta_jar_settings() -> dict[str, str]:
-    """Settings that put the Delta jars on a session we start: the cached files, else an Ivy resolution."""
-    jars = cached_jars()
-    if jars is not None:
-        return {"spark.jars": ",".join(str(path) for path in jars)}
-    return {
-        "spark.jars.packages": ",".join(delta_packages() + list(S3A_PACKAGES)),
-        "spark.jars.excludes": ",".join(S3A_EXCLUDES),
-        "spark.jars.ivySettings": str(ivy_settings_path()),
-        "spark.jars.ivy": str(cache_dir() / "ivy"),
-    }
 
 
 def scratch_dir() -> Path:
@@ -262,8 +155,13 @@ def build_spark(
     An already active session is returned as is, except that runtime-modifiable entries of ``conf`` are set
     on it. Static settings (jars, extensions) cannot change once a JVM runs; they are silently kept.
 
+    A session that has to resolve the Delta jars (none recorded yet, or ``spark.jars.packages`` in ``conf``) starts
+    under the cache's resolve lock (``jar_cache.jar_resolution``): another process resolving into the same cache
+    is waited for, and its jars are used.
+
     Raises:
-        JarsUnavailable: a session could not start because the Delta jars could not be resolved.
+        SparkStartFailed: the JVM exited before it was up; one line naming the cause and ``log_file``.
+        JarsUnavailable: the same, while it resolved the Delta jars (repository unreachable, artifact missing).
     """
     from pyspark.sql import SparkSession
 
@@ -277,53 +175,77 @@ def build_spark(
                 active.conf.set(key, value)
         return active
 
-    settings: dict[str, str] = dict(_COMMON_DEFAULTS)
-    starts_jvm = not (under_spark_submit() and master is None)
-    if not starts_jvm:
+    if under_spark_submit() and master is None:  # the submitter's JVM runs: what it was given wins
         from pyspark import SparkConf
 
-        existing = SparkConf()  # loaded from the running JVM: what spark-submit was given wins
-        settings.update(_DELTA_SQL)
-        settings["spark.sql.warehouse.dir"] = extra.pop("spark.sql.warehouse.dir")
-        settings = {key: value for key, value in settings.items() if not existing.contains(key)}
-    else:
-        master = master or "local[*]"
-        settings.update(_DELTA_SQL)
-        settings.update(delta_jar_settings())
-        if master.startswith("local"):
-            settings.update(_local_defaults(master))
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        settings["spark.master"] = master
+        existing = SparkConf()  # loaded from the running JVM
+        ours = {**_COMMON_DEFAULTS, **_DELTA_SQL, "spark.sql.warehouse.dir": extra.pop("spark.sql.warehouse.dir")}
+        settings = {key: value for key, value in ours.items() if not existing.contains(key)}
+        return _start(app_name, {**settings, **extra}, None)
+    master = master or "local[*]"
+    with jar_resolution(caller_packages="spark.jars.packages" in extra) as jar_settings:
+        settings = _jvm_settings(master, jar_settings, extra)
+        session = _start(app_name, settings, None if log_file is None else Path(log_file))
+        if "spark.jars.packages" in settings:  # recorded before the lock goes: a waiting process starts on it
+            record_resolved_jars(session.sparkContext.getConf().get("spark.jars", ""))
+    return session
+
+
+def _jvm_settings(master: str, jar_settings: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
+    """The settings of a driver JVM we start on ``master``: ours, then ``conf`` (jars and packages added to ours).
+
+    Sets ``PYSPARK_PYTHON`` (and ``PYSPARK_DRIVER_PYTHON`` on a local master) for the Python workers.
+    """
+    settings = {**_COMMON_DEFAULTS, **_DELTA_SQL, **jar_settings}
+    if master.startswith("local"):
+        settings.update(_local_defaults(master))
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings["spark.master"] = master
+    extra = dict(conf)
     for key in ("spark.jars", "spark.jars.packages"):
         if key in settings and key in extra:
             extra[key] = ",".join([settings[key], extra[key]])
     settings.update(extra)
-    if starts_jvm and (options := with_archive(settings.get("spark.driver.extraJavaOptions", ""), master)):
+    if options := with_archive(settings.get("spark.driver.extraJavaOptions", ""), master):
         settings["spark.driver.extraJavaOptions"] = options  # Spark's classes mapped from a file (class_archive)
-    if starts_jvm and "spark.pyspark.python" in settings:  # pyspark takes the executors' Python from this variable
+    if "spark.pyspark.python" in settings:  # pyspark takes the executors' Python from this variable
         os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
-    resolving = "spark.jars.packages" in settings
-    if starts_jvm and log_file is not None:
-        _launch_jvm(app_name, settings, Path(log_file))
-    builder = SparkSession.builder.appName(app_name)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    from pyspark.errors import PySparkRuntimeError
+    return settings
 
+
+def _start(app_name: str, settings: Mapping[str, str], log_file: Path | None) -> SparkSession:
+    """The session of ``settings``, its JVM's output appended to ``log_file`` when given (else the terminal's).
+
+    Raises:
+        SparkStartFailed: the JVM exited before its gateway came up (``JarsUnavailable`` while it resolved jars).
+    """
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    start = log_size(log_file)
     try:
-        session = builder.getOrCreate()
-    except PySparkRuntimeError as exc:  # the JVM died before the gateway came up: jar resolution, usually
-        if exc.getCondition() == "JAVA_GATEWAY_EXITED":
-            where = f"see {log_file}" if log_file is not None else "see the Ivy output above"
-            raise JarsUnavailable(
-                f"Spark could not start; Delta jars {delta_packages()} not resolvable from {maven_repo()} "
-                f"(cache {cache_dir()}); {where}"
-            ) from exc
-        raise
-    if starts_jvm and resolving:
-        _record_resolved_jars(session.sparkContext.getConf().get("spark.jars", ""))
-    return session
+        if log_file is not None:
+            _launch_jvm(app_name, settings, log_file)
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        raise _start_failure(settings, log_file, start) from exc
+
+
+def _start_failure(settings: Mapping[str, str], log_file: Path | None, start: int) -> SparkStartFailed:
+    """One line: the cause the JVM's output names (from byte ``start`` of ``log_file``) and where to read more."""
+    cause = cause_in_log(log_file, start) if log_file is not None else None
+    where = f"see {log_file}" if log_file is not None else "see the JVM's output above"
+    if "spark.jars.packages" not in settings:
+        return SparkStartFailed(f"Spark could not start: {cause or 'the driver JVM exited before it was up'}: {where}")
+    cause = cause or f"{', '.join(delta_packages())} not resolvable"
+    return JarsUnavailable(
+        f"Spark could not start: {cause} (resolving from {maven_repo()} into {cache_dir() / 'ivy'}): {where}")
 
 
 def _launch_jvm(app_name: str, settings: Mapping[str, str], log_file: Path) -> None:
@@ -366,6 +288,6 @@ def resolve_jars(*, verbose: bool = True) -> list[Path]:
         spark.stop()
     jars = cached_jars()
     if jars is None:
-        raise JarsUnavailable(f"Spark started but {_expected_jar_names()} are not in {jars_dir()}")
+        raise JarsUnavailable(f"Spark started but the Delta jars it resolved are not all in {jars_dir()}")
     say(f"Delta jars cached in {jars_dir()} ({jars_manifest_path().name})")
     return jars
