@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from pipelines.cli import executor_text as text
 from pipelines.cli.executor_hooks import action_counts, applied, record, step
 from pipelines.cli.exit_codes import FAILED, PRECONDITION
 from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_options
@@ -14,9 +15,6 @@ from pipelines.config.duration import parse_duration_ms
 from pipelines.config.models import AppConfig
 from pipelines.errors import ConfigError
 from pipelines.plan.render import human_bytes
-
-if TYPE_CHECKING:
-    from pipelines.execute.restore import RestoreReport
 
 
 def _mode(fn: Any) -> Any:
@@ -71,13 +69,7 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
                                                                    execute=executed, plan_file=plan_file))
         done(action_counts(report.items)
              + (f"; {human_bytes(report.bytes_quarantined)} quarantined" if report.executed else ""))
-    lines = [f"{'APPLY' if report.executed else 'DRY RUN'} plan {plan_id} on broker {broker}"]
-    lines += [f"  {i.action:<16} {i.path}" + (f"  ({i.reason})" if i.reason else "") for i in report.items]
-    lines += [f"  problem: {p}" for p in report.problems]
-    if report.executed:
-        lines.append(f"  status: {report.status}; {report.bytes_quarantined:,} bytes quarantined; "
-                     f"journal mirror: {report.journal_mirrored}")
-    emit(as_json, report.to_dict(), "\n".join(lines))
+    emit(as_json, report.to_dict(), "\n".join(text.apply_lines(report)))
     if report.count("failed"):
         sys.exit(FAILED)
     if report.count("skipped", "not_reached"):
@@ -110,27 +102,10 @@ def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool
         if r.executed and r.restored:
             record(em.record_restore, app, b, [r.paths[i] for i in r.restored])
         reports.append(r)
-    lines = [line for r in reports for line in _restore_lines(r)]
+    lines = [line for r in reports for line in text.restore_lines(r)]
     emit(as_json, [r.to_dict() for r in reports], "\n".join(lines))
     if any(r.failed or (r.executed and r.skipped) for r in reports):
         sys.exit(FAILED)
-
-
-def _restore_lines(report: RestoreReport) -> list[str]:
-    """The human report of one broker's restore, laid out like ``apply``'s."""
-    done, skip = ("restored", "skipped") if report.executed else ("would_restore", "would_skip")
-    lines = [f"{'RESTORE' if report.executed else 'DRY RUN restore'} plan {report.plan_id} "
-             f"on broker {report.broker_id}"]
-    lines += [f"  {done:<16} {report.paths[i]}" for i in report.restored]
-    lines += [f"  {skip:<16} {report.paths[i]}  ({why})" for i, why in report.skipped.items()]
-    lines += [f"  {'failed':<16} {report.paths[i]}  ({why})" for i, why in report.failed.items()]
-    lines += [f"  problem: {p}" for p in report.problems]
-    if not report.paths:
-        lines.append("  nothing quarantined for this plan")
-    elif report.executed:
-        lines.append(f"  status: {len(report.restored)} restored, {len(report.skipped)} skipped, "
-                     f"{len(report.failed)} failed" + (f"; plan {report.status}" if report.status else ""))
-    return lines
 
 
 @click.command("purge")
@@ -159,13 +134,7 @@ def purge(older_than: str | None, broker: int | None, dry_run: bool, execute: bo
         if r.executed and r.items:
             record(em.record_purge, app, b, len(r.items), r.expected_bytes)
         reports.append(r)
-    lines = []
-    for r in reports:
-        lines.append(f"broker {r.broker_id}: {'purged' if r.executed else 'would purge'} {len(r.items)} items, "
-                     f"expected {r.expected_bytes:,} bytes, measured {r.measured_bytes}, kept {r.kept}")
-        lines += [f"  failed {key}: {why}" for key, why in r.failed.items()]
-        lines += [f"  problem: {p}" for p in r.problems]
-    emit(as_json, [r.to_dict() for r in reports], "\n".join(lines))
+    emit(as_json, [r.to_dict() for r in reports], "\n".join(text.purge_lines(reports)))
     if any(r.failed for r in reports):
         sys.exit(FAILED)
 
@@ -192,4 +161,4 @@ def prestart(broker: int, budget: str | None, worker_deadline: float | None, con
             results = supervise(config_path, warehouse, broker, budget)
     except Exception as exc:  # the broker must start: whatever went wrong is reported, and the exit code is 0
         results = [{"error": f"prestart: {type(exc).__name__}: {exc}"}]
-    emit(as_json, results, "\n".join(str(r) for r in results) or "prestart: nothing to apply")
+    emit(as_json, results, "\n".join(text.prestart_lines(results)))

@@ -17,6 +17,7 @@ from pipelines.errors import PlanError
 from pipelines.plan import approval
 from pipelines.plan.approval import PlanRecord
 from pipelines.plan.render import render_plan
+from pipelines.terminal_text import md_text, shown
 
 if TYPE_CHECKING:
     from pipelines.signing.decision import PlanVerdict
@@ -31,16 +32,19 @@ def _summary(r: PlanRecord) -> dict[str, Any]:
 
 
 def _line(r: PlanRecord) -> str:
-    return (f"{r.plan_id}  {r.status:<17} {r.created_at:%Y-%m-%d %H:%M}  {r.item_count:>5} items "
-            f"{r.total_bytes:>15,} bytes  {r.content_hash[:19]}")
+    """One plan in ``plans list``; every value from the warehouse escaped (``terminal_text``)."""
+    return (f"{shown(r.plan_id)}  {shown(r.status):<17} {r.created_at:%Y-%m-%d %H:%M}  {r.item_count:>5} items "
+            f"{r.total_bytes:>15,} bytes  {shown(r.content_hash[:19])}")
 
 
 def _markdown(r: PlanRecord, audit: list[dict[str, Any]]) -> str:
-    """The plan's own Markdown (the file the plan job writes) followed by its review state and audit trail."""
-    review = ["## Review", "", f"- status: **{r.status}**", f"- approvals: {', '.join(r.approvals) or 'none'}",
-              "", "## Audit", ""]
-    review += [f"- {a['at']:%Y-%m-%d %H:%M:%S} {a['actor']}: {a['action']} "
-               f"({a['from_status']} → {a['to_status']}) {a['comment'] or ''}".rstrip() for a in audit]
+    """The plan's own Markdown (the file the plan job writes) followed by its review state and audit trail, every
+    value from the warehouse escaped for Markdown (``terminal_text``)."""
+    review = ["## Review", "", f"- status: **{md_text(r.status)}**",
+              f"- approvals: {', '.join(md_text(a) for a in r.approvals) or 'none'}", "", "## Audit", ""]
+    review += [f"- {a['at']:%Y-%m-%d %H:%M:%S} {md_text(a['actor'])}: {md_text(a['action'])} "
+               f"({md_text(a['from_status'])} → {md_text(a['to_status'])}) {md_text(a['comment'] or '', 1000)}".rstrip()
+               for a in audit]
     return render_plan(r.plan()) + "\n".join(review) + "\n"
 
 
