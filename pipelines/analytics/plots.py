@@ -4,6 +4,10 @@ Figures are built with ``matplotlib.figure.Figure`` directly (no ``pyplot``, no 
 PNG anywhere (CI, a broker host) and show inline in Jupyter through :meth:`Chart._repr_html_`. Every ``plot_*``
 function takes the DataFrame of its analytics function, so a notebook can print the table and the chart of the
 same numbers.
+
+Topic names, log dirs and run ids are chosen by whoever creates them: every label is escaped and cut by
+``terminal_text.plot_label`` (no control or bidi character, and a ``$`` never starts matplotlib's mathtext, which
+would fail on ``$\\foo$`` or render a formula), and the takeaway by ``shown``/``html_text`` where it is printed.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from pipelines.analytics.fmt import human_bytes, pct
+from pipelines.terminal_text import html_text, plot_label, shown
 
 __all__ = [
     "Chart",
@@ -53,13 +59,13 @@ class Chart:
 
     def html(self) -> str:
         return (f'<figure id="{html.escape(self.name)}"><img alt="{html.escape(self.title)}" src="{self.data_uri()}">'
-                f'<figcaption>{html.escape(self.takeaway)}</figcaption></figure>')
+                f'<figcaption>{html_text(self.takeaway, 2000)}</figcaption></figure>')
 
     def _repr_html_(self) -> str:
         return self.html()
 
     def __str__(self) -> str:
-        return f"{self.title}: {self.takeaway}"
+        return f"{self.title}: {shown(self.takeaway, 2000)}"
 
 
 def _figure(title: str, width: float = 7.5, height: float = 3.6) -> tuple[Figure, object]:
@@ -95,6 +101,19 @@ def _short(log_dir: str) -> str:
     return "/".join(parts[-2:]) if len(parts) > 1 else parts[0]
 
 
+def _labels(values: Iterable[object]) -> list[str]:
+    """Safe, distinct category labels (two names cut to the same text would share one bar)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for v in values:
+        label = plot_label(v)
+        while label in seen:
+            label += "'"
+        seen.add(label)
+        out.append(label)
+    return out
+
+
 def plot_disk_by_broker(df: pd.DataFrame) -> Chart:
     """Stacked bars: live vs other partition-dir bytes per broker (from ``disk_by_broker``)."""
     title = "Disk by broker"
@@ -123,7 +142,7 @@ def plot_jbod_skew(df: pd.DataFrame) -> Chart:
     if df.empty:
         return _empty("jbod_skew", title, "no log dirs crawled")
     fig, ax = _figure(title)
-    labels = [f"b{b} {_short(d)}" for b, d in zip(df["broker_id"], df["log_dir"], strict=True)]
+    labels = _labels(f"b{b} {_short(d)}" for b, d in zip(df["broker_id"], df["log_dir"], strict=True))
     colors = [_RED if s >= 1.25 else _BLUE for s in df["skew"]]
     ax.bar(labels, df["skew"], color=colors)
     ax.axhline(1.0, color=_GREY, linestyle="--", linewidth=1)
@@ -142,7 +161,7 @@ def plot_top_topics(df: pd.DataFrame) -> Chart:
         return _empty("top_topics", title, "no topics crawled")
     fig, ax = _figure(title, height=max(2.5, 0.35 * len(df) + 1))
     div, unit = _unit(df["bytes"])
-    ax.barh(df["topic"][::-1], df["bytes"][::-1] / div, color=_BLUE)
+    ax.barh(_labels(df["topic"])[::-1], df["bytes"][::-1] / div, color=_BLUE)
     ax.set_xlabel(unit)
     first = df.iloc[0]
     top3 = df["share"].head(3).sum()
@@ -194,7 +213,7 @@ def plot_reclaimable_by_class(df: pd.DataFrame) -> Chart:
     title = "Reclaimable bytes by finding class"
     if df.empty:
         return _empty("reclaimable_by_class", title, "nothing reclaimable: no garbage directories found")
-    return _reclaim_bars(df, "class", list(df["class"]), "reclaimable_by_class", title)
+    return _reclaim_bars(df, "class", _labels(df["class"]), "reclaimable_by_class", title)
 
 
 def plot_reclaimable_by_broker(df: pd.DataFrame) -> Chart:
@@ -212,7 +231,7 @@ def plot_ledger(df: pd.DataFrame) -> Chart:
     if known.empty:
         return _empty("ledger", title, "no filesystem totals recorded (the backend could not run statvfs)")
     fig, ax = _figure(title)
-    labels = [f"b{b} {_short(d)}" for b, d in zip(known["broker_id"], known["log_dir"], strict=True)]
+    labels = _labels(f"b{b} {_short(d)}" for b, d in zip(known["broker_id"], known["log_dir"], strict=True))
     div, unit = _unit(known["fs_used_bytes"].astype(float), known["attributed_bytes"].astype(float))
     attributed = known["attributed_bytes"].astype(float) / div
     gap = known["unexplained_bytes"].astype(float) / div
@@ -240,7 +259,7 @@ def plot_growth(df: pd.DataFrame, key: str = "topic", n: int = 10) -> Chart:
                                                "growth_pct"}]
     top = df.reindex(df["growth_bytes"].abs().sort_values(ascending=False).index).head(n)
     fig, ax = _figure(title, height=max(2.5, 0.35 * len(top) + 1))
-    labels = [str(v) if key == "topic" else f"broker {v}" for v in top[key]]
+    labels = _labels(str(v) if key == "topic" else f"broker {v}" for v in top[key])
     colors = [_BLUE if g >= 0 else _ORANGE for g in top["growth_bytes"]]
     div, unit = _unit(top["growth_bytes"])
     ax.barh(labels[::-1], (top["growth_bytes"] / div)[::-1], color=colors[::-1])
@@ -262,7 +281,7 @@ def plot_reclaimable_over_time(df: pd.DataFrame) -> Chart:
     if df.empty:
         return _empty("reclaimable_over_time", title, "no crawl runs yet")
     fig, ax = _figure(title)
-    x = [str(r) for r in df["run_id"]]
+    x = _labels(str(r) for r in df["run_id"])
     div, unit = _unit(df["reclaimable_bytes"])
     ax.plot(x, df["reclaimable_bytes"] / div, marker="o", color=_RED, label="reclaimable")
     ax.plot(x, df["plannable_bytes"] / div, marker="o", color=_BLUE, label="plannable")

@@ -1,5 +1,6 @@
 """The capacity report: headline figures, every chart with its takeaway and the tables behind them, as one
-static HTML page (charts inlined as base64 PNGs; no scripts, no external resources)."""
+static HTML page (charts inlined as base64 PNGs; no scripts, no external resources). Every name from the warehouse
+is escaped (``terminal_text.html_text``: HTML, controls and bidi characters) and cut."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pipelines.analytics import capacity, ledger, plots, reclaim, review, trends
 from pipelines.analytics.fmt import human_bytes, pct
 from pipelines.analytics.warehouse import Warehouse
 from pipelines.errors import PlanError
+from pipelines.redaction import redact_text
+from pipelines.terminal_text import html_text
 
 __all__ = ["Section", "key_figures", "render_report", "report_sections"]
 
@@ -120,10 +123,10 @@ def _cell(column: str, value: Any) -> str:
 def _table_html(df: pd.DataFrame, max_rows: int = 40) -> str:
     if df.empty:
         return '<p class="empty">no rows</p>'
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    head = "".join(f"<th>{html_text(c)}</th>" for c in df.columns)
     body = []
     for row in df.head(max_rows).itertuples(index=False):
-        cells = "".join(f"<td>{html.escape(_cell(str(c), v))}</td>" for c, v in zip(df.columns, row, strict=True))
+        cells = "".join(f"<td>{html_text(_cell(str(c), v), 1000)}</td>" for c, v in zip(df.columns, row, strict=True))
         body.append(f"<tr>{cells}</tr>")
     more = f'<p class="more">{len(df) - max_rows} more rows not shown</p>' if len(df) > max_rows else ""
     return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
@@ -158,10 +161,10 @@ def render_report(wh: Warehouse, run_id: str | None = None, *, generated_at: dat
     ]
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>logdir-gc capacity report: {html.escape(wh.cluster)}</title>", f"<style>{_CSS}</style></head><body>",
-        f"<h1>Capacity report: {html.escape(wh.cluster)}</h1>",
-        f'<p class="meta">run {html.escape(str(figs["run_id"]))} of {figs["runs"]} · warehouse '
-        f'{html.escape(wh.root)} · generated {at:%Y-%m-%d %H:%M} UTC</p>',
+        f"<title>logdir-gc capacity report: {html_text(wh.cluster)}</title>", f"<style>{_CSS}</style></head><body>",
+        f"<h1>Capacity report: {html_text(wh.cluster)}</h1>",
+        f'<p class="meta">run {html_text(figs["run_id"])} of {figs["runs"]} · warehouse '
+        f'{html_text(redact_text(wh.root), 1000)} · generated {at:%Y-%m-%d %H:%M} UTC</p>',
         '<div class="figures">',
         *[f'<div class="figure"><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>' for k, v in tiles],
         "</div>",
@@ -172,7 +175,7 @@ def render_report(wh: Warehouse, run_id: str | None = None, *, generated_at: dat
         for s in report_sections(wh, run_id):
             out.append(f"<h2>{html.escape(s.title)}</h2>")
             if s.note:
-                out.append(f'<p class="note">{html.escape(s.note)}</p>')
+                out.append(f'<p class="note">{html_text(s.note, 2000)}</p>')
             if s.chart is not None:
                 out.append(s.chart.html())
                 s.chart.figure.clear()

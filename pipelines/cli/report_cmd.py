@@ -16,6 +16,7 @@ def report(warehouse: str, cluster: str | None, run_id: str | None, out: str) ->
     """Write a static HTML capacity report (inline PNG charts) for one cluster."""
     from pipelines.analytics.report import key_figures, render_report
     from pipelines.analytics.warehouse import open_warehouse
+    from pipelines.terminal_text import shown
 
     wh = open_warehouse(warehouse, cluster)
     page = render_report(wh, run_id)
@@ -23,5 +24,5 @@ def report(warehouse: str, cluster: str | None, run_id: str | None, out: str) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
     figs = key_figures(wh, run_id)
-    click.echo(f"wrote {path} ({len(page):,} bytes): cluster {wh.cluster}, run {figs['run_id']}, "
-               f"{figs['reclaimable_dirs']} reclaimable dirs")
+    click.echo(f"wrote {shown(str(path), 1000)} ({len(page):,} bytes): cluster {shown(wh.cluster)}, "
+               f"run {shown(figs['run_id'])}, {figs['reclaimable_dirs']} reclaimable dirs")
