@@ -2,7 +2,12 @@
 
 Figures come from the run's rows in the warehouse, read with delta-rs (``pipelines.analytics``: the same
 definitions the notebooks and ``logdir-gc report`` use), plus the run report (plan, crawl counts) and the step
-durations the CLI measured. Writing or pushing metrics never fails a run: problems come back as notes.
+durations the CLI measured. Writing or pushing metrics never fails a run: problems come back as notes (one line
+each, secrets masked).
+
+The warehouse is read, and a run's file written under it, with the warehouse's own settings (the environment, then
+``warehouse_storage_options`` on top: ``pipelines.tables.object_store``), so credentials given only in the config
+reach the metrics as they reach the tables.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from pipelines.metrics import catalog as m
 from pipelines.metrics.families import Families
 from pipelines.metrics.push import PushFailed, push
 from pipelines.metrics.textfile import write_url
+from pipelines.redaction import redact_text
+from pipelines.tables.object_store import WarehouseStorage, warehouse_storage
 
 
 @dataclass
@@ -33,6 +40,18 @@ def run_file(config: AppConfig, run_id: str) -> str:
     return f"{metrics_dir(config).rstrip('/')}/logdir_gc_run_{config.cluster}_{run_id}.prom"
 
 
+def _storage(config: AppConfig) -> WarehouseStorage:
+    return warehouse_storage(config.warehouse, config.warehouse_storage_options)
+
+
+def _file_options(config: AppConfig, path: str, storage: WarehouseStorage) -> dict | None:
+    """fsspec options for the run's file: the warehouse's when the file is in the warehouse's store."""
+    from urllib.parse import urlparse
+
+    scheme = urlparse(path).scheme.lower()
+    return dict(storage.fsspec) if storage.is_object_store and scheme == storage.scheme else None
+
+
 def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_id: str | None) -> bool:
     """Reclaimable and plannable bytes/dirs by broker and class, unexplained bytes per broker, crawl errors by
     stage, crawled dirs, plan items and bytes by class, from the run's (and its plan's) rows; returns whether the
@@ -42,7 +61,7 @@ def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_i
     from pipelines.analytics.warehouse import open_warehouse
 
     cluster = config.cluster
-    wh = open_warehouse(config.warehouse, cluster)
+    wh = open_warehouse(config.warehouse, cluster, storage_options=_storage(config).delta_rs or None)
     crawl = wh.frame("crawl_runs", {"run_id": run_id})
     if crawl.empty:
         raise LookupError(f"no crawl_runs row for run {run_id}")
@@ -82,7 +101,7 @@ def record_run(config: AppConfig, run_id: str, durations: Mapping[str, float], *
     try:
         crawl_ok = warehouse_figures(families, config, run_id, plan_id)
     except Exception as exc:  # metrics never fail a run; the note says what is missing
-        outcome.notes.append(f"metrics: warehouse figures left out ({type(exc).__name__}: {exc})")
+        outcome.notes.append(_note(config, f"warehouse figures left out ({type(exc).__name__}: {exc})"))
         crawl_ok = False
     for step, seconds in durations.items():
         families.set(m.STEP_DURATION, seconds, cluster=cluster, step=step)
@@ -105,15 +124,20 @@ def record_failed_run(config: AppConfig, run_id: str, *, now: float | None = Non
     return outcome
 
 
+def _note(config: AppConfig, text: str) -> str:
+    """``metrics: text`` on one line, the warehouse's secrets and URL passwords masked."""
+    return "metrics: " + " ".join(redact_text(text, _storage(config).secrets).split())
+
+
 def _emit(config: AppConfig, run_id: str, families: Families, outcome: MetricsOutcome, *, replace: bool) -> None:
     path = run_file(config, run_id)
     try:
-        write_url(path, families.text())
+        write_url(path, families.text(), _file_options(config, path, _storage(config)))
         outcome.file = path
-    except (OSError, ValueError) as exc:
-        outcome.notes.append(f"metrics: cannot write {path}: {exc}")
+    except Exception as exc:  # an object store's client raises its own types (botocore's NoCredentialsError...)
+        outcome.notes.append(_note(config, f"cannot write {path}: {type(exc).__name__}: {exc}"))
     if config.metrics.pushgateway_url:
         try:
             outcome.pushed_to = push(config.metrics, config.cluster, families, replace=replace)
         except PushFailed as exc:
-            outcome.notes.append(f"metrics: {exc}")
+            outcome.notes.append(_note(config, str(exc)))
