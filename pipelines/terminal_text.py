@@ -33,7 +33,9 @@ LIMIT = 256
 whole; paths and messages are given a larger limit where they are printed."""
 
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"})
-_MARKDOWN_ACTIVE = re.compile(r"([`|*_\[\]<>&$~#!])")
+#: Markdown's active characters that Kafka names never hold (``_`` is legal in topic names and only makes emphasis
+#: at word boundaries, so it stays as it is).
+_MARKDOWN_ACTIVE = re.compile(r"([`|*\[\]<>&$~#!])")
 _ESCAPE = re.compile(r"\\(?:x([0-9a-f]{2})|u([0-9a-f]{4})|U([0-9a-f]{8})|(\\))")
 
 
