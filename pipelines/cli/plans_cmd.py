@@ -85,16 +85,31 @@ def show(plan_id: str, config_path: str | None, warehouse: str | None, as_json: 
 @plans.command("register")
 @click.argument("plan_file", type=click.Path(dir_okay=False, exists=True))
 @workflow_options
-@click.option("--by", "actor", default=None, help="Who registers it (default: the plan's author).")
-def register(plan_file: str, config_path: str | None, warehouse: str | None, as_json: bool, actor: str | None) -> None:
-    """Load a plan JSON file (emitted elsewhere) into the tables as proposed."""
+@click.option("--by", "actor", default=None, help="Who registers it, its author (default: the plan's created_by).")
+@click.option("--key", "key", type=click.Path(dir_okay=False), default=None,
+              help="Sign the proposal as --by with this SSH key (private key, or a .pub whose key is in ssh-agent); "
+                   "executors requiring signatures apply only a plan whose author signed it.")
+def register(plan_file: str, config_path: str | None, warehouse: str | None, as_json: bool, actor: str | None,
+             key: str | None) -> None:
+    """Load a plan JSON file (emitted elsewhere) into the tables as proposed; with --key, signed by its author."""
     from pipelines.execute.plan_source import read_plan_file
+    from pipelines.signing.workflow import register_signed
 
     app = load_app(config_path, warehouse)
     store = open_store(app)
     plan = read_plan_file(Path(plan_file))
-    record = approval.register_plan(store, plan, actor=actor or plan.created_by, policy=app.policy)
-    emit(as_json, _summary(record), f"registered {record.plan_id}: {record.status} ({record.content_hash})")
+    by = actor or plan.created_by
+    row = None
+    if key is None:
+        record = approval.register_plan(store, plan, actor=by, policy=app.policy)
+        if app.executor.require_signatures:
+            click.echo(f"logdir-gc plans: warning: {record.plan_id} registered without a signed proposal; executors "
+                       "that require signatures refuse it [author_unsigned] until its author signs it (plans "
+                       "propose, or plans register --key)", err=True)
+    else:
+        record, row = register_signed(store, plan, by=by, policy=app.policy, key=key)
+    emit(as_json, {**_summary(record), "signature": _row(row)},
+         f"registered {record.plan_id}: {record.status} ({record.content_hash}){_signed_line(row)}")
 
 
 def _signing_options(fn: Any) -> Any:
@@ -118,12 +133,12 @@ def _signed_line(row: SignatureRow | None) -> str:
 
 @plans.command("propose")
 @click.argument("plan_id")
-@click.option("--by", "by", default=None, help="The plan's author (checked against its created_by).")
+@click.option("--by", "by", default=None, help="The author who signs (default: the plan's created_by).")
 @_signing_options
 @workflow_options
 def propose(plan_id: str, by: str | None, key: str | None, config_path: str | None, warehouse: str | None,
             as_json: bool) -> None:
-    """Sign PLAN_ID as its author; the author's key and name then never count as an approval."""
+    """Sign PLAN_ID as an author; the author's key and name then never count as an approval."""
     from pipelines.signing.workflow import propose_signed
 
     app = load_app(config_path, warehouse)

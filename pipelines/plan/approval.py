@@ -155,6 +155,25 @@ def audited_approvers(store: TableStore, plan_id: str, content_hash: str) -> tup
     return tuple(sorted(names))
 
 
+#: audit actions whose actor declared themselves an author of the plan: its registrant and its proposers
+AUTHOR_ACTIONS = frozenset({"register", "content_changed", "propose"})
+
+
+def authors_of(store: TableStore, plan: GcPlan) -> frozenset[str]:
+    """The plan's ``created_by`` and every actor who registered or proposed it (audited). The workflow refuses
+    their approvals; the executor knows authors from signed proposals only (:mod:`pipelines.signing.decision`)."""
+    audited = {r["actor"].strip() for r in audit_rows(store, plan.plan_id) if r["action"] in AUTHOR_ACTIONS}
+    return frozenset({plan.created_by.strip(), *audited})
+
+
+def check_not_author(plan: GcPlan, policy: PolicyConfig, approver: str, authors: frozenset[str]) -> None:
+    """``[approver_differs_from_author]`` when ``approver`` registered, proposed or (by its claim) created the plan."""
+    name = approver.strip()
+    if policy.approver_must_differ_from_author and name and name in authors:
+        raise rules.refuse("approver_differs_from_author", f"{name} registered, proposed or created plan "
+                           f"{plan.plan_id} and cannot approve it")
+
+
 def append_audit(store: TableStore, plan_id: str, at: datetime, actor: str, action: str, from_status: str | None,
            to_status: str | None, comment: str, content_hash: str | None) -> None:
     store.append("gc_plan_audit", [{
@@ -286,6 +305,7 @@ def approve(store: TableStore, plan_id: str, *, by: str, policy: PolicyConfig, c
                                "approved")
         rules.check_plan(plan, policy, detect_grace_ms=detect_grace_ms)
         rules.check_approver(plan, policy, by, record.approvals)
+        check_not_author(plan, policy, by, authors_of(store, plan))
         approvals = [*record.approvals, by.strip()]
         status = APPROVED if len(approvals) >= policy.approvals_required else PROPOSED
         return status, {"approvals": approvals}

@@ -3,14 +3,20 @@
 The decision is always ssh-keygen's. When it says no, the executor names the rule that failed (key not listed,
 listed for other principals, namespace not permitted, outside ``valid-after``/``valid-before``) from this
 reading of the same file, so the operator sees one precise line instead of "Could not verify signature".
+Keys are compared as keys (:class:`~pipelines.signing.ssh_key.PublicKey`), not as base64 text; a ``cert-authority``
+line lists the key of a certificate authority, which vouches for the keys it certifies.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from pipelines.signing.ssh_key import PublicKey, parse_key_blob
 
 _KEY_TYPE = re.compile(r"(ssh-|ecdsa-|sk-|rsa-)[A-Za-z0-9@._-]+")
 _TIME = re.compile(r"(\d{8})(\d{4}(\d{2})?)?(Z?)")
@@ -24,6 +30,19 @@ class SignerLine:
     principals: tuple[str, ...]
     options: dict[str, str] = field(default_factory=dict)
     key_base64: str = ""
+
+    @property
+    def cert_authority(self) -> bool:
+        """The key is a certificate authority's: it vouches for certified keys, it does not sign itself."""
+        return "cert-authority" in self.options
+
+    def public_key(self) -> PublicKey | None:
+        """The line's key, canonical; None when its base64 is not one key OpenSSH could read."""
+        try:
+            blob = parse_key_blob(base64.b64decode(self.key_base64, validate=True))
+        except (binascii.Error, ValueError):
+            return None
+        return blob.key if blob.certificate is None else None
 
     def matches_principal(self, name: str) -> bool:
         return pattern_list_matches(self.principals, name)

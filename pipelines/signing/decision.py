@@ -8,8 +8,13 @@ plan may not run, a one-line refusal naming the rule.
 An approval counts only when every check passes: the statement parses, names this plan id, this content hash,
 this cluster name and id, covers this broker, has not expired, and ``ssh-keygen -Y verify`` accepts its signature
 by the named signer under this host's allowed_signers and revoked_keys. Approvals are counted once per principal
-AND once per key (a key listed for two principals is one approver), and never from the plan's author: its
-``created_by`` or whoever signed a valid proposal, by name or by key. A valid signed rejection vetoes the plan.
+AND once per key: the key that signed, so a key listed for two principals, certified by any number of certificates
+or listed both through a ``cert-authority`` and as itself is one approver. A valid signed rejection vetoes the plan.
+
+The author is known from signatures only: whoever signed a valid proposal of this content (``plans register
+--key``, ``plans propose``, the plan job's ``signing.service_key``), by principal and by key, never counts as an
+approver. The plan's ``created_by`` is a claim anyone who writes the plan file makes, so it decides nothing here;
+under ``approver_must_differ_from_author`` a plan without a valid signed proposal is refused (``author_unsigned``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 from pipelines.config.models import PolicyConfig
 from pipelines.plan.model import GcPlan, compute_content_hash
 from pipelines.signing.records import SignatureRow
+from pipelines.signing.ssh_key import PublicKey
 from pipelines.signing.statement import Statement, StatementError, format_time
 from pipelines.signing.trust import HostTrust
 from pipelines.signing.verify import verify_signature
@@ -41,10 +47,14 @@ class HostFacts:
 class SignatureVerdict:
     row: SignatureRow
     statement: Statement | None
-    key_fingerprint: str | None
+    key: PublicKey | None  # the key that signed (a certificate's certified key)
     status: str  # counted | author | veto | not_counted
     rule: str | None = None
     reason: str = ""
+
+    @property
+    def key_fingerprint(self) -> str | None:
+        return self.key.fingerprint if self.key else None
 
     @property
     def valid(self) -> bool:
@@ -112,35 +122,36 @@ def _check_row(row: SignatureRow, plan: GcPlan, content_hash: str, trust: HostTr
         return SignatureVerdict(row, st, None, NOT_COUNTED, *problem)
     check = verify_signature(st.to_bytes(), row.signature, st.signer, trust, now)
     if not check.ok:
-        return SignatureVerdict(row, st, check.key_fingerprint, NOT_COUNTED, check.rule, check.reason)
+        return SignatureVerdict(row, st, check.key, NOT_COUNTED, check.rule, check.reason)
     status = {"propose": AUTHOR, "reject": VETO}.get(st.action, COUNTED)
-    return SignatureVerdict(row, st, check.key_fingerprint, status)
+    return SignatureVerdict(row, st, check.key, status)
 
 
-def _count(checked: list[SignatureVerdict], plan: GcPlan, policy: PolicyConfig) -> list[SignatureVerdict]:
-    """Exclude the author and repeated principals or keys from the valid approvals, oldest statement first."""
+def _count(checked: list[SignatureVerdict], policy: PolicyConfig) -> list[SignatureVerdict]:
+    """Exclude the authors (signers of valid proposals) and repeated principals or keys from the valid approvals,
+    oldest statement first."""
     authors: set[str] = set()
-    author_keys: set[str | None] = set()
+    author_keys: set[PublicKey | None] = set()
     if policy.approver_must_differ_from_author:
-        authors = {plan.created_by.strip()} | {v.who for v in checked if v.status == AUTHOR}
-        author_keys = {v.key_fingerprint for v in checked if v.status == AUTHOR}
+        authors = {v.who for v in checked if v.status == AUTHOR}
+        author_keys = {v.key for v in checked if v.status == AUTHOR}
     names: set[str] = set()
-    keys: set[str | None] = set()
+    keys: set[PublicKey | None] = set()
     out: dict[int, SignatureVerdict] = {}
     order = sorted(range(len(checked)), key=lambda i: (checked[i].statement.signed_at if checked[i].statement
                                                        else checked[i].row.at, checked[i].row.at))
     for i in order:
         v = checked[i]
         if v.status == COUNTED:
-            if v.who in authors or v.key_fingerprint in author_keys:
-                v = SignatureVerdict(v.row, v.statement, v.key_fingerprint, NOT_COUNTED,
-                                     "approver_differs_from_author", f"{v.who} is the plan's author")
-            elif v.who in names or v.key_fingerprint in keys:
-                v = SignatureVerdict(v.row, v.statement, v.key_fingerprint, NOT_COUNTED, "distinct_approvers",
+            if v.who in authors or v.key in author_keys:
+                v = SignatureVerdict(v.row, v.statement, v.key, NOT_COUNTED, "approver_differs_from_author",
+                                     f"{v.who} (key {v.key_fingerprint}) signed the plan's proposal: an author")
+            elif v.who in names or v.key in keys:
+                v = SignatureVerdict(v.row, v.statement, v.key, NOT_COUNTED, "distinct_approvers",
                                      f"{v.who} (key {v.key_fingerprint}) already counted as an approver")
             else:
                 names.add(v.who)
-                keys.add(v.key_fingerprint)
+                keys.add(v.key)
         out[i] = v
     return [out[i] for i in range(len(checked))]
 
@@ -149,10 +160,11 @@ def judge(plan: GcPlan, rows: list[SignatureRow], trust: HostTrust, host: HostFa
           now: datetime) -> PlanVerdict:
     """Every stored signature of ``plan`` judged for this host, and whether the plan may run here."""
     content_hash = compute_content_hash(plan)
-    verdicts = _count([_check_row(r, plan, content_hash, trust, host, now) for r in rows], plan, policy)
+    verdicts = _count([_check_row(r, plan, content_hash, trust, host, now) for r in rows], policy)
     refusal = None
     vetoes = [v for v in verdicts if v.status == VETO]
     counted = [v for v in verdicts if v.status == COUNTED]
+    unsigned_author = policy.approver_must_differ_from_author and not any(v.status == AUTHOR for v in verdicts)
     if vetoes:
         refusal = f"[rejected] plan {plan.plan_id} was rejected by {vetoes[0].who} (a valid signed rejection)"
     elif len(counted) < policy.approvals_required:
@@ -165,4 +177,13 @@ def judge(plan: GcPlan, rows: list[SignatureRow], trust: HostTrust, host: HostFa
             refusal += f" (counted: {', '.join(v.who for v in counted)})"
         if missed:
             refusal += "; not counted: " + "; ".join(f"{v.who} [{v.rule}] {v.reason}" for v in missed)
+        if unsigned_author:
+            refusal += "; and no valid signed proposal names its author"
+    elif unsigned_author:
+        refusal = (f"[author_unsigned] plan {plan.plan_id}: no valid signed proposal of {content_hash[:19]}… on this "
+                   f"host, so its author is unknown (its created_by {plan.created_by!r} is not signed); the author "
+                   "signs it with `plans register --key` or `plans propose`")
+        bad = [v for v in verdicts if v.status == NOT_COUNTED and v.statement and v.statement.action == "propose"]
+        if bad:
+            refusal += "; proposals not valid: " + "; ".join(f"{v.who} [{v.rule}] {v.reason}" for v in bad)
     return PlanVerdict(plan.plan_id, content_hash, policy.approvals_required, tuple(verdicts), refusal)

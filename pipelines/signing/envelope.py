@@ -1,17 +1,19 @@
 """Reading an armored SSHSIG signature (OpenSSH's PROTOCOL.sshsig) far enough to name its key and namespace.
 
 This never decides whether a signature is valid: ``ssh-keygen -Y verify`` does (:mod:`pipelines.signing.verify`).
-It only tells a reader which key made a signature (its ``SHA256:`` fingerprint, as ``ssh-keygen -l`` prints it)
-and under which namespace, so a refusal can say who and why, and approvals can be counted per key.
+It only tells a reader which key made a signature and under which namespace, so a refusal can say who and why, and
+approvals can be counted per key. The key is the one that signed: for a certificate, the key it certifies
+(:mod:`pipelines.signing.ssh_key`), never the certificate itself, whose bytes the signature does not cover.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import struct
 from dataclasses import dataclass
+
+from pipelines.signing.ssh_key import Certificate, KeyBlob, KeyBlobError, PublicKey, parse_key_blob
 
 _BEGIN = "-----BEGIN SSH SIGNATURE-----"
 _END = "-----END SSH SIGNATURE-----"
@@ -26,23 +28,32 @@ class EnvelopeError(ValueError):
 class Envelope:
     """The outer fields of one SSHSIG signature."""
 
-    public_key: bytes  # the SSH wire encoding of the signer's public key (or certificate)
+    public_key: bytes  # the SSH wire encoding of the signer's public key (or certificate), as stored
     namespace: str
     hash_algorithm: str
+    signer: KeyBlob  # what ``public_key`` stands for
+
+    @property
+    def key(self) -> PublicKey:
+        """The key that signed (a certificate's certified key), canonical: one key, one value."""
+        return self.signer.key
+
+    @property
+    def certificate(self) -> Certificate | None:
+        return self.signer.certificate
 
     @property
     def key_type(self) -> str:
-        return _strings(self.public_key, 1)[0].decode("ascii", "replace")
+        return self.key.key_type
 
     @property
     def fingerprint(self) -> str:
-        """``SHA256:<base64, no padding>`` of the public key, the form ``ssh-keygen -l`` prints."""
-        digest = base64.b64encode(hashlib.sha256(self.public_key).digest()).decode("ascii").rstrip("=")
-        return f"SHA256:{digest}"
+        """``SHA256:`` fingerprint of the key that signed (for a certificate, of its certified key)."""
+        return self.key.fingerprint
 
     def openssh_public_key(self) -> str:
-        """The key as one ``authorized_keys``-style line (type and base64), for allowed_signers or ``-Q``."""
-        return f"{self.key_type} {base64.b64encode(self.public_key).decode('ascii')}"
+        """The key that signed as one ``authorized_keys``-style line (type and base64), for allowed_signers."""
+        return f"{self.key.key_type} {self.key.base64}"
 
 
 def _strings(data: bytes, count: int, offset: int = 0) -> list[bytes]:
@@ -75,5 +86,9 @@ def read_envelope(armored: str) -> Envelope:
     if version != 1:
         raise EnvelopeError(f"SSHSIG version {version} is not supported")
     public_key, namespace, _reserved, hash_algorithm, _signature = _strings(blob, 5, len(_MAGIC) + 4)
-    _strings(public_key, 1)  # the key blob starts with its type
-    return Envelope(public_key, namespace.decode("utf-8", "replace"), hash_algorithm.decode("ascii", "replace"))
+    try:
+        signer = parse_key_blob(public_key)
+    except KeyBlobError as exc:
+        raise EnvelopeError(f"the signer's key: {exc}") from None
+    return Envelope(public_key, namespace.decode("utf-8", "replace"), hash_algorithm.decode("ascii", "replace"),
+                    signer)

@@ -13,7 +13,6 @@ When ssh-keygen refuses, :func:`verify_signature` names the rule that failed (se
 
 from __future__ import annotations
 
-import base64
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,18 +21,24 @@ from pathlib import Path
 from pipelines.signing.allowed_signers import read_signer_lines
 from pipelines.signing.envelope import Envelope, EnvelopeError, read_envelope
 from pipelines.signing.openssh import last_line, run
+from pipelines.signing.ssh_key import PublicKey
 from pipelines.signing.statement import NAMESPACE
 from pipelines.signing.trust import HostTrust
 
 
 @dataclass(frozen=True, slots=True)
 class SignatureCheck:
-    """ssh-keygen's verdict on one signature; ``rule`` and ``reason`` say why when it is not ``ok``."""
+    """ssh-keygen's verdict on one signature; ``rule`` and ``reason`` say why when it is not ``ok``. ``key``: the
+    key that signed (a certificate's certified key), None when the signature could not be read."""
 
     ok: bool
-    key_fingerprint: str | None
+    key: PublicKey | None
     rule: str | None = None
     reason: str = ""
+
+    @property
+    def key_fingerprint(self) -> str | None:
+        return self.key.fingerprint if self.key else None
 
 
 def verify_time(at: datetime) -> str:
@@ -64,35 +69,42 @@ def verify_signature(message: bytes, signature: str, signer: str, trust: HostTru
         envelope = read_envelope(signature)
     except EnvelopeError as exc:
         return SignatureCheck(False, None, "signature_invalid", f"not an SSH signature: {exc}")
-    fingerprint = envelope.fingerprint
+    fingerprint, key = envelope.fingerprint, envelope.key
     if envelope.namespace != NAMESPACE:
-        return SignatureCheck(False, fingerprint, "signature_namespace",
+        return SignatureCheck(False, key, "signature_namespace",
                               f"signed under namespace {envelope.namespace!r}, not {NAMESPACE!r}")
     with tempfile.TemporaryDirectory(prefix="logdir-gc-verify-") as tmp:
         sig_file = Path(tmp) / "statement.sig"
         sig_file.write_text(signature, encoding="ascii", errors="replace")
         if _verify(message, sig_file, signer, trust.allowed_signers, trust.revoked_keys, at):
-            return SignatureCheck(True, fingerprint)
+            return SignatureCheck(True, key)
         if not check_novalidate(message, signature):
-            return SignatureCheck(False, fingerprint, "signature_invalid",
+            return SignatureCheck(False, key, "signature_invalid",
                                   f"key {fingerprint}: the signature does not match the statement")
         if trust.revoked_keys is not None and _verify(message, sig_file, signer, trust.allowed_signers, None, at):
-            return SignatureCheck(False, fingerprint, "key_revoked",
+            return SignatureCheck(False, key, "key_revoked",
                                   f"key {fingerprint} is listed in {trust.revoked_keys}")
         rule, reason = _explain(envelope, signer, trust.allowed_signers, at)
         if rule == "signature_rejected":
             probe = run("ssh-keygen", ["-Y", "find-principals", "-f", str(trust.allowed_signers), "-s", str(sig_file),
                                        "-O", f"verify-time={verify_time(at)}"])
             reason += f" ({last_line(probe.stderr)})"
-    return SignatureCheck(False, fingerprint, rule, reason)
+    return SignatureCheck(False, key, rule, reason)
 
 
 def _explain(envelope: Envelope, signer: str, allowed: Path, at: datetime) -> tuple[str, str]:
-    key = base64.b64encode(envelope.public_key).decode("ascii")
-    lines = [ln for ln in read_signer_lines(allowed) if ln.key_base64 == key]
-    who = f"key {envelope.fingerprint}"
+    cert = envelope.certificate
+    if cert is None:
+        lines = [ln for ln in read_signer_lines(allowed) if not ln.cert_authority and ln.public_key() == envelope.key]
+        who = f"key {envelope.fingerprint}"
+    else:
+        lines = [ln for ln in read_signer_lines(allowed)
+                 if ln.cert_authority and ln.public_key() == cert.signature_key]
+        who = f"key {envelope.fingerprint} (certified by {cert.signature_key.fingerprint})"
     if not lines:
         return "signer_not_allowed", f"{who} is not in {allowed}"
+    if cert is not None and signer not in cert.principals:
+        return "signer_not_allowed", f"{who}: its certificate is for {','.join(cert.principals)}, not for {signer}"
     mine = [ln for ln in lines if ln.matches_principal(signer)]
     if not mine:
         listed = ",".join(p for ln in lines for p in ln.principals)

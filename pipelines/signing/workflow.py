@@ -1,5 +1,9 @@
-"""Proposing, approving and rejecting a plan by signing: build the statement, sign it, make the plan's state
-transition (:mod:`pipelines.plan.approval`), then store the signature beside the audit row.
+"""Registering, proposing, approving and rejecting a plan by signing: build the statement, sign it, make the plan's
+state transition (:mod:`pipelines.plan.approval`), then store the signature beside the audit row.
+
+A signed proposal is what makes its signer the plan's author for every executor (a plan's ``created_by`` is an
+unsigned claim): ``plans register --key`` signs one as the registrant, ``plans propose`` as whoever runs it, the
+plan job with ``signing.service_key`` as the plan's ``created_by``.
 
 The signature is made before the transition, so a key that cannot sign changes nothing; it is stored after, so a
 refused transition stores no signature. A process killed between the transition and the store leaves an approval
@@ -71,6 +75,7 @@ def approve_signed(store: TableStore, plan_id: str, *, by: str, policy: PolicyCo
         rules.check_unexpired(plan, policy, clock)
         rules.check_plan(plan, policy, detect_grace_ms=detect_grace_ms)
         rules.check_approver(plan, policy, by, record.approvals)
+        approval.check_not_author(plan, policy, by, approval.authors_of(store, plan))
     except PolicyViolation:
         # the workflow refuses this approval: let it do so itself, so the attempt is audited (and an expired plan
         # marked expired) exactly as an unsigned one would be
@@ -99,16 +104,32 @@ def reject_signed(store: TableStore, plan_id: str, *, by: str, reason: str, poli
 
 def propose_signed(store: TableStore, plan_id: str, *, policy: PolicyConfig, key: KeyPath, by: str | None = None,
                    now: datetime | None = None) -> tuple[PlanRecord, SignatureRow]:
-    """Sign the plan as its author (``created_by``); its signer is then never counted as an approver."""
+    """Sign the plan as an author: ``by`` (default the plan's ``created_by``). Its signer is then never counted as
+    an approver, by name or by key; an executor verifies that ``key`` is listed for ``by``."""
     clock = now or datetime.now(timezone.utc)
     record = approval.get_plan(store, plan_id)
     plan = record.plan()
-    author = plan.created_by.strip()
-    if by is not None and by.strip() != author:
-        raise rules.refuse("proposer_is_author", f"plan {plan_id} was created by {author}; only its author "
-                           f"proposes it, not {by.strip()}")
+    author = (by if by is not None else plan.created_by).strip()
     if record.status != approval.PROPOSED:
         raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; only a proposed plan is proposed")
     signed = sign(statement_for(plan, "propose", author, policy, now=clock), key=key)
     at = approval.record_event(store, record, actor=author, action="propose", comment="signed proposal", now=now)
     return record, store_signature(store, plan_id, at, signed)
+
+
+def register_signed(store: TableStore, plan: GcPlan, *, by: str, policy: PolicyConfig, key: KeyPath,
+                    now: datetime | None = None) -> tuple[PlanRecord, SignatureRow | None]:
+    """Register ``plan`` and sign its proposal as ``by``, the registrant (who is then its author).
+
+    The proposal is signed before anything is written, so a key that cannot sign registers nothing. It is stored
+    only while the registered plan is proposed with this content: re-registering a plan already approved (same
+    content) adds no author.
+    """
+    clock = now or datetime.now(timezone.utc)
+    signed = sign(statement_for(plan, "propose", by, policy, now=clock), key=key)
+    record = approval.register_plan(store, plan, actor=by.strip(), policy=policy, now=now)
+    if record.status != approval.PROPOSED or record.content_hash != signed.statement.content_hash:
+        return record, None
+    at = approval.record_event(store, record, actor=by.strip(), action="propose", comment="signed proposal",
+                               now=now)
+    return record, store_signature(store, plan.plan_id, at, signed)

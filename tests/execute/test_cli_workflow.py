@@ -30,7 +30,8 @@ def test_plans_workflow_and_apply_through_the_cli(tmp_path: Path, capsys: pytest
     plan_file.write_text(w.plan.to_json())
     c = ("--config", str(cfg))
 
-    code, out, _ = run(capsys, "plans", "register", str(plan_file), *c, "--json")
+    author_key = str(keyring_of(w.config).key("detector"))  # the author signs the proposal
+    code, out, _ = run(capsys, "plans", "register", str(plan_file), "--key", author_key, *c, "--json")
     assert code == 0 and json.loads(out)["status"] == "proposed"
     code, out, _ = run(capsys, "plans", "list", *c, "--json")
     (listed,) = json.loads(out)
@@ -50,7 +51,7 @@ def test_plans_workflow_and_apply_through_the_cli(tmp_path: Path, capsys: pytest
     assert "| `gone-0` |" in out and "- status: **approved**" in out
     assert "reviewer: approve (proposed → approved) ok" in out
     code, out, _ = run(capsys, "plans", "show", "plan-1", *c, "--format", "json")
-    assert [a["action"] for a in json.loads(out)["audit"]] == ["register", "approve_refused", "approve"]
+    assert [a["action"] for a in json.loads(out)["audit"]] == ["register", "propose", "approve_refused", "approve"]
 
     before = tree_digest(w.log_dir)
     code, out, _ = run(capsys, "apply", "plan-1", "--broker", "1", *c, "--json")  # dry run is the default

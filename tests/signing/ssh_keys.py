@@ -52,6 +52,26 @@ class Keyring:
         with self.allowed_signers.open("a") as f:
             f.write(line + "\n")
 
+    def allow_ca(self, principals: str, ca_name: str, options: str = "") -> None:
+        """Append ``principals cert-authority[,options] <key of ca_name>``: certificates ``ca_name`` signs."""
+        self.key(ca_name)
+        self.allow(principals, ca_name, ",".join(o for o in ("cert-authority", options) if o))
+
+    def certify(self, key_name: str, principals: str, *, ca_name: str = "ca", serial: int = 0) -> Path:
+        """A user certificate of ``key_name``'s key for ``principals``, signed by ``ca_name``'s key; returns the
+        ``-cert.pub`` file to sign with. Each certificate sits beside its own copy of the private key, so one key
+        can hold any number of certificates."""
+        keys = self.root / "keys"
+        name = f"{key_name}~{principals.replace(',', '+')}~{ca_name}~{serial}"
+        for suffix in ("", ".pub"):
+            copy = keys / f"{name}{suffix}"
+            copy.write_bytes((keys / f"{key_name}{suffix}").read_bytes())
+            copy.chmod(0o600)
+        self.key(ca_name)
+        subprocess.run(["ssh-keygen", "-q", "-s", str(keys / ca_name), "-I", name, "-n", principals, "-z", str(serial),
+                        str(keys / f"{name}.pub")], check=True, capture_output=True)
+        return keys / f"{name}-cert.pub"
+
     def revoke(self, key_name: str) -> Path:
         """A revoked_keys file (plain public-key list) holding ``key_name``'s key."""
         path = self.root / "revoked_keys"

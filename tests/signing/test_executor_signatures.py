@@ -52,8 +52,10 @@ def _applies(w: World, plan_id: str = "plan-1") -> None:
 
 
 def _registered(tmp_path: Path, **world) -> World:
+    """The world's plan registered and proposed by its author ``detector`` (signed), not approved."""
     w = build_world(tmp_path, approve_plan=False, **world)
     approval.register_plan(w.store, w.plan, actor="detector", policy=w.config.policy)
+    propose_signed(w.store, "plan-1", policy=w.config.policy, key=keyring_of(w.config).key("detector"))
     return w
 
 
