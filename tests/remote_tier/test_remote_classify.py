@@ -130,6 +130,12 @@ def test_copy_incomplete_with_a_hole_after_its_event_is_not_planned() -> None:
     holed = [s for s in segs if s[0] != 1]
     f = one(run_classify([], objects_of("orders", T, 0, SID), live=LIVE, segments=holed))
     assert f.class_name == "remote_copy_incomplete" and not f.plannable and "later event may be missing" in f.reason
+    # a hole before its event as well as one after it: the one after still counts
+    evs = [*background(), *lifecycle(), *lifecycle(S.COPY_SEGMENT_FINISHED, sid=uid(4))]
+    segs = encode_metadata_segments(evs, batch_records=1, segment_batches=1)
+    holed = [s for s in segs if s[0] not in (1, 3)]
+    f = one(run_classify([], objects_of("orders", T, 0, SID), live=LIVE, segments=holed))
+    assert not f.plannable and "later event may be missing" in f.reason
     # a hole before its event hides nothing that could make it live
     evs = [*background(), *lifecycle()]
     segs = encode_metadata_segments(evs, batch_records=1, segment_batches=1)

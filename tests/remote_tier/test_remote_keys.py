@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.kafka.uuid import Uuid
@@ -65,6 +65,8 @@ BAD_AIVEN = [
     GOOD_AIVEN.replace("/00000000000000000042-", "/0000000000000000042-"),  # 19 digits
     GOOD_AIVEN.replace("/00000000000000000042-", "/000000000000000000042-"),  # 21 digits
     GOOD_AIVEN.replace("/00000000000000000042-", "/99999999999999999999-"),  # beyond int64
+    GOOD_AIVEN.replace(f"00042-{SEG}", f"00042_{SEG}"),  # offset and id not joined by "-"
+    GOOD_AIVEN.replace(f"{SEG}.log", f"{SEG}_log"),  # no "." before the suffix
     GOOD_AIVEN.replace("/3/", "/03/"),  # Kafka never pads a partition
     GOOD_AIVEN.replace("/3/", "/-3/"),
     GOOD_AIVEN.replace("/3/", "/2147483648/"),
@@ -144,6 +146,7 @@ def test_error_message_shows_controls_escaped() -> None:
     assert "\x1b" not in str(info.value)
 
 
+@settings(deadline=None)
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", min_size=1, max_size=60)
        .filter(lambda t: t not in (".", "..")),
        st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1), st.integers(0, 2**31 - 1), st.integers(0, 2**63 - 1))
@@ -157,6 +160,7 @@ def test_uuid_from_the_right_whatever_the_topic(topic: str, hi: int, lo: int, pa
     assert (k.topic, k.topic_id, k.partition, k.start_offset) == (topic, tid, partition, offset)
 
 
+@settings(deadline=None)
 @given(st.text(max_size=120))
 def test_garbage_is_an_error_never_a_crash(key: str) -> None:
     for layout in ("aiven", "local_tiered_storage"):

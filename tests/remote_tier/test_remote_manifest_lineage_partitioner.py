@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import DecodeError
@@ -78,6 +78,7 @@ def test_bad_manifests_are_decode_errors(data: bytes, message: str) -> None:
         parse_manifest(data)
 
 
+@settings(deadline=None)
 @given(st.binary(max_size=300))
 def test_manifest_garbage_never_crashes(data: bytes) -> None:
     with contextlib.suppress(DecodeError):
