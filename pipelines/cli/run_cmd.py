@@ -202,20 +202,26 @@ def demo(out: str, brokers: int, jbod: int, warehouse: str | None, as_json: bool
 
 
 def _demo_signing(config_path: Path, target: Path) -> None:
-    """The demo approves with a key of its own (``<out>/keys/alice``) and its executor trusts that key only."""
+    """The demo's plan job signs its proposal with a key of its own (``<out>/keys/plan-job``, as the plan's author),
+    its approver with another (``<out>/keys/alice``), and its executor trusts those keys only."""
     import yaml
 
-    from pipelines.signing.demo_trust import write_demo_trust
+    from pipelines.signing.demo_trust import demo_config_sections
     from pipelines.signing.openssh import SigningError
 
     try:
-        executor = write_demo_trust(target)
-        _progress(f"approver key for the demo: {target / 'keys' / 'alice'} (trusted by {executor['allowed_signers']})")
+        sections = demo_config_sections(target, getpass.getuser())
+        _progress(f"approver key for the demo: {target / 'keys' / 'alice'} (trusted by "
+                  f"{sections['executor']['allowed_signers']})")
+        if "signing" not in sections:
+            _progress(f"user name {getpass.getuser()!r} cannot be a signer: the demo's plan is not signed by its "
+                      "author, so its executor refuses it [author_unsigned]")
     except SigningError as exc:
-        executor = {"require_signatures": False}
+        sections = {"executor": {"require_signatures": False}}
         _progress(f"no demo keys ({exc}): the demo's executor runs unsigned")
     text = config_path.read_text()
     header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
     data = yaml.safe_load(text)
-    data["executor"] = {**(data.get("executor") or {}), **executor}
+    for name, values in sections.items():
+        data[name] = {**(data.get(name) or {}), **values}
     config_path.write_text(header + yaml.safe_dump(data, sort_keys=False))
