@@ -339,8 +339,9 @@ def test_end_to_end_apply_interlock_and_clean_restart(kafka: KafkaCluster, tmp_p
     plan_file.write_text(plan.to_json())
     node = kafka.brokers[3]
     keys = Keyring(tmp_path / "trust")  # the reviewer signs; the broker host trusts that key
-    keys.key("reviewer")
-    keys.allow("reviewer", "reviewer")
+    for name in ("reviewer", "planner"):  # the planner signs the proposal (the plan's author), the reviewer approves
+        keys.key(name)
+        keys.allow(name, name)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
         "cluster": "it", "warehouse": str(tmp_path / "warehouse"),
@@ -349,7 +350,7 @@ def test_end_to_end_apply_interlock_and_clean_restart(kafka: KafkaCluster, tmp_p
         "executor": {"state_dir": str(tmp_path / "state"), "allowed_signers": str(keys.allowed_signers)},
     }))
     c = ("--config", str(config))
-    assert cli("plans", "register", str(plan_file), *c)[0] == 0
+    assert cli("plans", "register", str(plan_file), "--by", "planner", "--key", str(keys.key("planner")), *c)[0] == 0
     code, _, err = cli("plans", "approve", plan.plan_id, "--by", "reviewer", "--key", str(keys.key("reviewer")), *c)
     assert code == 0, err
 

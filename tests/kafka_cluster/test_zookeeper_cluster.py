@@ -233,8 +233,9 @@ def test_apply_is_refused_while_the_broker_runs_then_applied_with_a_live_zookeep
     create(kafka, "zlive", {0: [4, 1]}, values=30)
     node = kafka.brokers[4]
     keys = Keyring(tmp_path / "trust")  # the reviewer signs; the broker host trusts that key
-    keys.key("reviewer")
-    keys.allow("reviewer", "reviewer")
+    for name in ("reviewer", "planner"):  # the planner signs the proposal (the plan's author), the reviewer approves
+        keys.key(name)
+        keys.allow(name, name)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
         "cluster": "it", "warehouse": str(tmp_path / "warehouse"),  # the cluster name the shared plan builder uses
@@ -247,7 +248,8 @@ def test_apply_is_refused_while_the_broker_runs_then_applied_with_a_live_zookeep
     def approved_plan() -> GcPlan:
         plan = _plan(kafka, zk, 4)
         (tmp_path / f"{plan.plan_id}.json").write_text(plan.to_json())
-        assert cli("plans", "register", str(tmp_path / f"{plan.plan_id}.json"), *c)[0] == 0
+        assert cli("plans", "register", str(tmp_path / f"{plan.plan_id}.json"), "--by", "planner",
+                   "--key", str(keys.key("planner")), *c)[0] == 0  # the planner signs the proposal: the author
         code, _, err = cli("plans", "approve", plan.plan_id, "--by", "reviewer", "--key", str(keys.key("reviewer")), *c)
         assert code == 0, err
         # broker 3's replicas of the earlier scenarios' topics, now on broker 4's disks: all of them, nothing else
