@@ -3,7 +3,7 @@
 Each mutation below removes or inverts one check (one source edit). The tests must fail for every one of them
 ("caught"); a survivor is a rule no test holds. Usage::
 
-    .venv/bin/python scripts/mutation_audit.py [--only SUBSTRING] [--jobs N]
+    .venv/bin/python scripts/mutation_audit.py [--signing] [--only SUBSTRING] [--jobs N]
 
 The copy lives in a temporary directory (``pipelines/`` and ``tests/`` plus the pytest config), so the checkout is
 never touched; ``PYTHONPATH`` puts the copy first for every process the tests start. Prints one line per mutation
@@ -290,6 +290,98 @@ MUTATIONS = [
     ),
 ]
 
+# The signing package (issue 27 point 8): who may ask for an apply (docs/safety.md §8). Run with ``--signing``,
+# against the signing tests (most specific first) and the CLI workflow that holds them.
+SIGNING_TESTS = [
+    "tests/signing/test_executor_signatures.py",
+    "tests/signing/test_one_key_one_vote.py",
+    "tests/signing/test_statement.py",
+    "tests/signing/test_trust_files.py",
+    "tests/signing/test_signing_cli.py",
+    "tests/signing/test_verifier_crosscheck.py",
+    "tests/signing/test_demo_trust.py",
+    "tests/signing/test_agent_signing.py",
+    "tests/execute/test_cli_workflow.py",
+]
+S = "pipelines/signing/"
+SIGNING_MUTATIONS = [
+    # statement fields
+    Mutation("signature for another plan id counts", S + "decision.py", "    if st.plan_id != plan.plan_id:",
+             "    if False:"),
+    Mutation("signature over other content counts", S + "decision.py", "    if st.content_hash != content_hash:",
+             "    if False:"),
+    Mutation("signature for another cluster name counts", S + "decision.py",
+             "    if st.cluster != plan.cluster or st.cluster != host.cluster:", "    if False:"),
+    Mutation("signature for another cluster id counts", S + "decision.py",
+             "    if st.cluster_id != plan.cluster_id or st.cluster_id != host_id:", "    if False:"),
+    Mutation("signature for other brokers counts", S + "decision.py",
+             "        if host.broker_id is not None and host.broker_id not in st.brokers:", "        if False:"),
+    Mutation("expired approval counts", S + "decision.py", "        if now >= st.expires_at:", "        if False:"),
+    Mutation("non-canonical statement text accepted", S + "statement.py",
+             "        if statement.render() != text:", "        if False:"),
+    Mutation("proposal counts as an approval", S + "decision.py",
+             '    status = {"propose": AUTHOR, "reject": VETO}.get(st.action, COUNTED)',
+             '    status = {"reject": VETO}.get(st.action, COUNTED)'),
+    Mutation("signed rejection ignored", S + "decision.py", "    if vetoes:", "    if False:"),
+    Mutation("approvals_required ignored", S + "decision.py", "    elif len(counted) < policy.approvals_required:",
+             "    elif len(counted) < 1:"),
+    # namespace
+    Mutation("another namespace accepted", S + "verify.py", "    if envelope.namespace != NAMESPACE:", "    if False:"),
+    Mutation("signs under another namespace", S + "signer.py", '"-Y", "sign", "-n", NAMESPACE,',
+             '"-Y", "sign", "-n", "file",'),
+    # trust-file permissions
+    Mutation("trust file of another owner accepted", S + "trust.py", "    if st.st_uid not in trusted:",
+             "    if False:"),
+    Mutation("writable trust file accepted", S + "trust.py",
+             "    if writable and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):", "    if False:"),
+    Mutation("trust file's directories not checked", S + "trust.py",
+             "    for directory in dict.fromkeys([*given.parents, *real.parents]):", "    for directory in []:"),
+    Mutation("trust file need not be a regular file", S + "trust.py", "    if not stat.S_ISREG(st.st_mode):",
+             "    if False:"),
+    # revocation
+    Mutation("revoked_keys not passed to ssh-keygen", S + "verify.py",
+             '    if revoked is not None:\n        args += ["-r", str(revoked)]', '    if False:\n        pass'),
+    Mutation("revoked_keys not loaded", S + "trust.py", "    if executor.revoked_keys:", "    if False:"),
+    # principal and validity
+    Mutation("principal taken from the row, not the statement", S + "decision.py",
+             "    check = verify_signature(st.to_bytes(), row.signature, st.signer, trust, now)",
+             "    check = verify_signature(st.to_bytes(), row.signature, row.signer or st.signer, trust, now)"),
+    Mutation("refusal explanation ignores the principal", S + "verify.py",
+             "    mine = [ln for ln in lines if ln.matches_principal(signer)]", "    mine = lines"),
+    Mutation("key validity judged now, not at the apply's time", S + "verify.py",
+             '"-n", NAMESPACE, "-s", str(sig_file),\n            "-O", f"verify-time={verify_time(at)}"]',
+             '"-n", NAMESPACE, "-s", str(sig_file)]'),
+    Mutation("valid-after explanation dropped", S + "allowed_signers.py",
+             "        if after is not None and (t := parse_openssh_time(after)) is not None and at < t:",
+             "        if False:"),
+    # key counting
+    Mutation("one key under two principals counts twice", S + "decision.py",
+             "            elif v.who in names or v.key in keys:", "            elif v.who in names:"),
+    Mutation("one principal counts twice", S + "decision.py",
+             "            elif v.who in names or v.key in keys:", "            elif v.key in keys:"),
+    # the certificate-key rule
+    Mutation("a certificate counts as itself, not its key", S + "ssh_key.py",
+             "    return KeyBlob(key, Certificate(principals, valid_after, valid_before, authority.key))",
+             "    return KeyBlob(PublicKey(key_type, blob), Certificate(principals, valid_after, valid_before, "
+             "authority.key))"),
+    Mutation("RSA integers compared as bytes", S + "ssh_key.py",
+             '        blob += _string(_mpint(value) if kind == "m" else value)', "        blob += _string(value)"),
+    Mutation("key parser reads past its buffer", S + "ssh_key.py",
+             "        if size < 0 or self.offset + size > len(self.data):", "        if size < 0:"),
+    Mutation("key parser accepts trailing bytes", S + "ssh_key.py",
+             "        key = _key_fields(reader, key_type)\n        reader.end()",
+             "        key = _key_fields(reader, key_type)"),
+    # author exclusion
+    Mutation("author's key counts under another name", S + "decision.py",
+             "            if v.who in authors or v.key in author_keys:", "            if v.who in authors:"),
+    Mutation("author's name counts with another key", S + "decision.py",
+             "            if v.who in authors or v.key in author_keys:", "            if v.key in author_keys:"),
+    Mutation("plan without a signed proposal applies", S + "decision.py", "    elif unsigned_author:",
+             "    elif False:"),
+    Mutation("workflow lets the registrant approve", "pipelines/plan/approval.py",
+             "        check_not_author(plan, policy, by, authors_of(store, plan))", "        pass"),
+]
+
 
 def run_one(m: Mutation, tests: list[str]) -> tuple[Mutation, str, float]:
     started = time.monotonic()
@@ -324,11 +416,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run the mutations whose label contains this")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--signing", action="store_true",
+                        help="the signing package's mutations, against the signing tests, instead of the executor's")
     args = parser.parse_args()
-    chosen = [m for m in MUTATIONS if args.only in m.label]
+    mutations, tests = (SIGNING_MUTATIONS, SIGNING_TESTS) if args.signing else (MUTATIONS, TESTS)
+    chosen = [m for m in mutations if args.only in m.label]
     caught = 0
     with ThreadPoolExecutor(args.jobs) as pool:
-        for m, verdict, seconds in pool.map(lambda m: run_one(m, TESTS), chosen):
+        for m, verdict, seconds in pool.map(lambda m: run_one(m, tests), chosen):
             caught += verdict == "caught"
             print(f"{verdict:<10} {seconds:6.0f}s  {m.label}  ({m.path})", flush=True)
     print(f"{caught} of {len(chosen)} mutations caught")

@@ -223,6 +223,17 @@ def test_a_listed_key_signing_under_another_principal_is_refused(tmp_path: Path)
     assert "not for alice" in _refused(w, "signer_not_allowed")
 
 
+def test_the_principal_checked_is_the_statements_never_the_rows(tmp_path: Path) -> None:
+    w = _registered(tmp_path)
+    _forged_approval(w, by="alice")
+    signed = _signed(w, by="alice", key="reviewer")  # reviewer's key, a statement naming alice
+    w.store.append("gc_plan_signatures", [{
+        "plan_id": "plan-1", "at": NOW, "action": "approve", "signer": "reviewer",  # the row claims reviewer
+        "content_hash": w.plan.content_hash, "key_fingerprint": signed.key_fingerprint, "statement": signed.text,
+        "signature": signed.signature}])
+    assert "not for alice" in _refused(w, "signer_not_allowed")
+
+
 def test_the_authors_own_signed_approval_is_not_counted(tmp_path: Path) -> None:
     w = _registered(tmp_path)  # created_by detector, whose key is trusted
     w.store.update("gc_plans", {"plan_id": "plan-1"}, {"status": "approved", "approvals": ["detector"]})
