@@ -10,7 +10,8 @@ import click
 from pipelines.cli import executor_text as text
 from pipelines.cli.executor_hooks import action_counts, applied, record, step
 from pipelines.cli.exit_codes import FAILED, PRECONDITION
-from pipelines.cli.workflow_options import emit, load_app, open_store, workflow_options
+from pipelines.cli.host_config import load_host_app
+from pipelines.cli.workflow_options import emit, open_store, workflow_options
 from pipelines.config.duration import parse_duration_ms
 from pipelines.config.models import AppConfig
 from pipelines.errors import ConfigError
@@ -61,8 +62,10 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
     Exits 9 when an item failed, 6 when an item was skipped or not reached (each line says why).
     """
     from pipelines.execute.apply import apply_plan
+    from pipelines.execute.host_files import vet_named_files
 
-    app = load_app(config_path, warehouse, need_config=True)
+    app = load_host_app(config_path, warehouse)
+    vet_named_files(app, [broker], controller=True)
     executed = _execute(dry_run, execute)
     with step(f"apply plan {plan_id} on broker {broker}") as done:
         report = applied(app, broker, executed, lambda: apply_plan(app, open_store(app), plan_id, broker,
@@ -88,10 +91,12 @@ def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool
 
     Exits 9 when an item was refused (or, with --execute, skipped), 5 when the plan is unknown.
     """
+    from pipelines.execute.host_files import vet_named_files
     from pipelines.execute.restore import restore as do_restore
     from pipelines.metrics import executor_metrics as em
 
-    app = load_app(config_path, warehouse, need_config=True)
+    app = load_host_app(config_path, warehouse)
+    vet_named_files(app, _brokers(app, broker), controller=False)
     executed = _execute(dry_run, execute)
     store = open_store(app)
     reports = []
@@ -120,10 +125,12 @@ def purge(older_than: str | None, broker: int | None, dry_run: bool, execute: bo
 
     Exits 9 when an item was left alone because a check refused it (each is listed with the reason).
     """
+    from pipelines.execute.host_files import vet_named_files
     from pipelines.execute.purge import purge as do_purge
     from pipelines.metrics import executor_metrics as em
 
-    app = load_app(config_path, warehouse, need_config=True)
+    app = load_host_app(config_path, warehouse)
+    vet_named_files(app, _brokers(app, broker), controller=False)
     store = open_store(app)
     reports = []
     for b in _brokers(app, broker):

@@ -210,10 +210,11 @@ def verify(plan_id: str, broker: int | None, allowed_signers: str | None, config
 
     Exits 5 with the refusal on stderr when this host would not apply the plan.
     """
+    from pipelines.cli.host_config import load_host_app
     from pipelines.execute.plan_source import host_cluster_id, refusal_of, signature_verdict
     from pipelines.signing.decision import HostFacts
 
-    app = load_app(config_path, warehouse)
+    app = load_host_app(config_path, warehouse, need_config=False)
     if allowed_signers:
         app = app.model_copy(update={"executor": app.executor.model_copy(update={"allowed_signers": allowed_signers})})
     store = open_store(app)

@@ -17,7 +17,8 @@ import sys
 import time
 from typing import Any
 
-from pipelines.cli.workflow_options import load_app, open_store
+from pipelines.cli.host_config import load_host_app
+from pipelines.cli.workflow_options import open_store
 from pipelines.config.duration import parse_duration_ms
 from pipelines.errors import ExecutorBusy, PipelinesError
 
@@ -26,7 +27,7 @@ _GRACE_S = 2.0  # the worker stops starting items this long before the hard dead
 
 def supervise(config_path: str | None, warehouse: str | None, broker: int, budget: str | None) -> list[dict[str, Any]]:
     """Run the worker under the budget; its results, or why there are none."""
-    app = load_app(config_path, warehouse, need_config=True)
+    app = load_host_app(config_path, warehouse)
     budget_ms = app.executor.prestart_time_budget_ms if budget is None else parse_duration_ms(budget)
     deadline = time.time() + budget_ms / 1000
     cmd = [sys.executable, "-m", "pipelines.cli.main", "prestart", "--broker", str(broker), "--json",
@@ -63,9 +64,11 @@ def run_worker(config_path: str | None, warehouse: str | None, broker: int, dead
     """Apply every executable plan with items for ``broker`` until ``deadline`` (seconds since the epoch)."""
     from pipelines.cli.executor_hooks import applied
     from pipelines.execute.apply import apply_plan
+    from pipelines.execute.host_files import vet_named_files
     from pipelines.plan import approval
 
-    app = load_app(config_path, warehouse, need_config=True)
+    app = load_host_app(config_path, warehouse)
+    vet_named_files(app, [broker], controller=True)
     mono_deadline = time.monotonic() + (deadline - time.time())
     results: list[dict[str, Any]] = []
     try:

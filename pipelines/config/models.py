@@ -169,6 +169,8 @@ class ExecutorConfig(_Strict):
     revoked_keys: str | None = Field(default=None, description="OpenSSH revoked keys file (key list or KRL)")
     kafka_user: str | None = Field(default=None, description="user name or uid that may own the trust files besides"
                                    " root; default: the user the executor runs as")
+    ssh_keygen: str = Field(default="/usr/bin/ssh-keygen", description="absolute path of the ssh-keygen that checks"
+                            " signatures (never looked up through PATH); owned and writable like allowed_signers")
 
     _durations = field_validator("purge_retention_ms", "purge_retention_floor_ms", "prestart_time_budget_ms",
                                  mode="before")(_duration)
@@ -192,6 +194,13 @@ class ExecutorConfig(_Strict):
         if self.purge_retention_ms < self.purge_retention_floor_ms:
             raise ValueError("executor.purge_retention_ms is below executor.purge_retention_floor_ms")
         return self
+
+    @field_validator("ssh_keygen")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/") or "\0" in v:
+            raise ValueError(f"{v!r} must be an absolute path (ssh-keygen is never looked up through PATH)")
+        return v
 
     @field_validator("kafka_user", mode="before")
     @classmethod

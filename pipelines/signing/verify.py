@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pipelines.signing.allowed_signers import read_signer_lines
 from pipelines.signing.envelope import Envelope, EnvelopeError, read_envelope
-from pipelines.signing.openssh import last_line, run
+from pipelines.signing.openssh import DEFAULT_SSH_KEYGEN, last_line, run
 from pipelines.signing.ssh_key import PublicKey
 from pipelines.signing.statement import NAMESPACE
 from pipelines.signing.trust import HostTrust
@@ -46,20 +46,21 @@ def verify_time(at: datetime) -> str:
     return at.astimezone(timezone.utc).strftime("%Y%m%d%H%M%SZ")
 
 
-def _verify(message: bytes, sig_file: Path, signer: str, allowed: Path, revoked: Path | None, at: datetime) -> bool:
-    args = ["-Y", "verify", "-f", str(allowed), "-I", signer, "-n", NAMESPACE, "-s", str(sig_file),
+def _verify(message: bytes, sig_file: Path, signer: str, trust: HostTrust, revoked: Path | None, at: datetime,
+            ) -> bool:
+    args = ["-Y", "verify", "-f", str(trust.allowed_signers), "-I", signer, "-n", NAMESPACE, "-s", str(sig_file),
             "-O", f"verify-time={verify_time(at)}"]
     if revoked is not None:
         args += ["-r", str(revoked)]
-    return run("ssh-keygen", args, stdin=message).returncode == 0
+    return run(str(trust.ssh_keygen), args, stdin=message).returncode == 0
 
 
-def check_novalidate(message: bytes, signature: str) -> bool:
+def check_novalidate(message: bytes, signature: str, ssh_keygen: str | Path = DEFAULT_SSH_KEYGEN) -> bool:
     """Only the cryptography: is ``signature`` a valid SSHSIG over ``message`` under our namespace (any key)?"""
     with tempfile.TemporaryDirectory(prefix="logdir-gc-verify-") as tmp:
         sig_file = Path(tmp) / "statement.sig"
         sig_file.write_text(signature, encoding="ascii", errors="replace")
-        done = run("ssh-keygen", ["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig_file)], stdin=message)
+        done = run(str(ssh_keygen), ["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig_file)], stdin=message)
     return done.returncode == 0
 
 
@@ -76,18 +77,18 @@ def verify_signature(message: bytes, signature: str, signer: str, trust: HostTru
     with tempfile.TemporaryDirectory(prefix="logdir-gc-verify-") as tmp:
         sig_file = Path(tmp) / "statement.sig"
         sig_file.write_text(signature, encoding="ascii", errors="replace")
-        if _verify(message, sig_file, signer, trust.allowed_signers, trust.revoked_keys, at):
+        if _verify(message, sig_file, signer, trust, trust.revoked_keys, at):
             return SignatureCheck(True, key)
-        if not check_novalidate(message, signature):
+        if not check_novalidate(message, signature, trust.ssh_keygen):
             return SignatureCheck(False, key, "signature_invalid",
                                   f"key {fingerprint}: the signature does not match the statement")
-        if trust.revoked_keys is not None and _verify(message, sig_file, signer, trust.allowed_signers, None, at):
+        if trust.revoked_keys is not None and _verify(message, sig_file, signer, trust, None, at):
             return SignatureCheck(False, key, "key_revoked",
                                   f"key {fingerprint} is listed in {trust.revoked_keys}")
         rule, reason = _explain(envelope, signer, trust.allowed_signers, at)
         if rule == "signature_rejected":
-            probe = run("ssh-keygen", ["-Y", "find-principals", "-f", str(trust.allowed_signers), "-s", str(sig_file),
-                                       "-O", f"verify-time={verify_time(at)}"])
+            probe = run(str(trust.ssh_keygen), ["-Y", "find-principals", "-f", str(trust.allowed_signers), "-s",
+                                                str(sig_file), "-O", f"verify-time={verify_time(at)}"])
             reason += f" ({last_line(probe.stderr)})"
     return SignatureCheck(False, key, rule, reason)
 
