@@ -118,6 +118,13 @@ class RemoteFinding:
     state: str | None
     keys: tuple[str, ...]
 
+    def as_row(self, cluster: str, run_id: str) -> dict[str, object]:
+        """The ``remote_findings`` columns (ids as Kafka's text, ``garbage_since`` in epoch ms)."""
+        return {"cluster": cluster, "run_id": run_id, "topic": self.topic, "topic_id": str(self.topic_id),
+                "partition": self.partition, "segment_id": str(self.segment_id), "start_offset": self.start_offset,
+                "class": self.class_name, "reason": self.reason, "bytes": self.bytes, "objects": self.objects,
+                "plannable": self.plannable, "garbage_since": self.garbage_since_ms}
+
 
 def _ts(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

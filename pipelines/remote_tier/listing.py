@@ -53,6 +53,14 @@ class RemoteObjectRow:
     object_kind: str | None
     error: str | None = None
 
+    def as_row(self) -> dict[str, object]:
+        """The ``remote_objects`` columns (ids as Kafka's text, ``last_modified`` in epoch ms)."""
+        return {"key": self.key, "size": self.size, "last_modified": self.last_modified_ms, "etag": self.etag,
+                "topic": self.topic, "topic_id": None if self.topic_id is None else str(self.topic_id),
+                "partition": self.partition,
+                "segment_id": None if self.segment_id is None else str(self.segment_id),
+                "start_offset": self.start_offset, "object_kind": self.object_kind, "error": self.error}
+
     @property
     def segment(self) -> tuple[Uuid, int, Uuid] | None:
         """``(topic_id, partition, segment_id)``, the key a segment's objects and metadata records share."""

@@ -112,3 +112,16 @@ def test_end_to_end(tmp_path: Path) -> None:
     }
     assert all(f.bytes == sum(r.size for r in rows if r.segment == (f.topic_id, f.partition, f.segment_id))
                for f in findings)
+
+
+def test_rows_carry_the_issue_column_names() -> None:
+    from remote_builders import objects_of, run_classify
+
+    objs = objects_of("orders", LIVE, 0, uid(5))
+    row = next(parse_listing(objs, "aiven")).as_row()
+    assert list(row) == ["key", "size", "last_modified", "etag", "topic", "topic_id", "partition", "segment_id",
+                         "start_offset", "object_kind", "error"]
+    assert row["topic_id"] == str(LIVE) and row["segment_id"] == str(uid(5))
+    finding = run_classify([], objs, live=frozenset({LIVE}))[0].as_row("c1", "r1")
+    assert list(finding) == ["cluster", "run_id", "topic", "topic_id", "partition", "segment_id", "start_offset",
+                             "class", "reason", "bytes", "objects", "plannable", "garbage_since"]
