@@ -89,14 +89,14 @@ def test_an_unreachable_repository_is_one_line_naming_the_cause_and_the_log(tmp_
     assert "unresolved dependency" in log.read_text()
 
 
-# A JVM java refuses to start, on the project cache's recorded jars (no resolution).
+# A JVM java refuses to start (a heap size it cannot read), on the project cache's recorded jars (no resolution).
 BAD_OPTION = """
 import sys
 from pathlib import Path
 from pipelines.tables.spark_session import JarsUnavailable, SparkStartFailed, build_spark
 try:
     build_spark("klgc-bad-option", master="local[1]", log_file=Path(sys.argv[1]),
-                conf={"spark.driver.extraJavaOptions": "-XX:NoSuchOption"})
+                conf={"spark.driver.memory": "1x"})
 except JarsUnavailable as exc:
     sys.exit(f"JarsUnavailable: {exc}")
 except SparkStartFailed as exc:
@@ -111,4 +111,4 @@ def test_a_jvm_that_exits_at_start_is_one_line_naming_the_cause_and_the_log(tmp_
     done = subprocess.run([sys.executable, "-c", BAD_OPTION, str(log)], env={**os.environ, "KLGC_CLASS_ARCHIVE": "off"},
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == f"Spark could not start: Unrecognized VM option 'NoSuchOption': see {log}"
+    assert done.stdout.strip() == f"Spark could not start: Invalid maximum heap size: -Xmx1x: see {log}"

@@ -32,7 +32,7 @@ Exception in thread "main" java.lang.RuntimeException: [download failed: io.delt
 """
 
 BAD_OPTION = """\
-Unrecognized VM option 'NoSuchOption'
+Invalid maximum heap size: -Xmx1x
 Error: Could not create the Java Virtual Machine.
 Error: A fatal exception has occurred. Program will exit.
 """
@@ -55,9 +55,9 @@ def test_another_exception_of_spark_submit_is_named_by_its_class() -> None:
 
 
 def test_the_java_launchers_complaint_is_named() -> None:
-    assert cause_in_text(BAD_OPTION) == "Unrecognized VM option 'NoSuchOption'"
+    assert cause_in_text(BAD_OPTION) == "Invalid maximum heap size: -Xmx1x"
     warned = "26/11/28 05:40:28 WARN NativeCodeLoader: Unable to load native-hadoop library\n" + BAD_OPTION
-    assert cause_in_text(warned) == "Unrecognized VM option 'NoSuchOption'"
+    assert cause_in_text(warned) == "Invalid maximum heap size: -Xmx1x"
 
 
 def test_no_output_names_nothing() -> None:
@@ -72,7 +72,7 @@ def test_only_this_starts_output_is_read(tmp_path: Path) -> None:
     start = log_size(log)
     with log.open("a") as out:
         out.write(BAD_OPTION)
-    assert cause_in_log(log, start) == "Unrecognized VM option 'NoSuchOption'"
+    assert cause_in_log(log, start) == "Invalid maximum heap size: -Xmx1x"
     assert cause_in_log(tmp_path / "missing.log") is None
     assert log_size(tmp_path / "missing.log") == 0 and log_size(None) == 0
 
