@@ -34,7 +34,7 @@ def inspect(logdir: str, as_json: bool, storage_option: tuple[str, ...]) -> None
         inventory = scan_log_dir(logdir, options or None)
     except reach_errors() as exc:
         cannot("inspect", "read", logdir, exc, secrets)
-    except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or its backend is not installed
+    except (ValueError, ImportError, TypeError) as exc:  # fsspec: unknown protocol, no backend, bad option
         cannot("inspect", "open", logdir, exc, secrets)
     if as_json:
         click.echo(json.dumps(inspect_json(inventory), indent=2, sort_keys=False))

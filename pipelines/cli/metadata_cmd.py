@@ -59,7 +59,7 @@ def show(path: str, as_json: bool, records: bool, list_topics: bool, list_partit
     secrets = secret_values(options) | secret_values(path)
     try:
         fs, root = url_to_fs(path, options)
-    except (ValueError, ImportError) as exc:  # fsspec: unknown protocol or missing backend
+    except (ValueError, ImportError, TypeError) as exc:  # fsspec: unknown protocol, missing backend, bad option
         cannot("metadata show", "open", path, exc, secrets)
     except reach_errors() as exc:  # an sftp:// host that refuses, is unknown, or rejects the login
         cannot("metadata show", "reach", path, exc, secrets)

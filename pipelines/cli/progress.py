@@ -5,7 +5,8 @@
   stage has one task per log dir); the line is replaced by the step's result when it ends.
 - Not on a terminal (a log file, cron, CI): exactly one line per step, when it ends.
 
-Either way the reporter keeps each step's wall time (``durations``) for the run's metrics.
+Either way the reporter keeps each step's wall time (``durations``) for the run's metrics. What a step or a note
+says is escaped (``terminal_text.shown``, URL passwords masked): only the reporter's own codes redraw the line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import time
 from typing import IO
 
 from pipelines.plan.render import human_bytes
+from pipelines.redaction import redact_text
+from pipelines.terminal_text import shown
 
 _REDRAW_S = 0.5
 
@@ -39,6 +42,10 @@ def spark_tasks() -> str:
     return f"Spark tasks {done}/{total}" if total else ""
 
 
+def _safe(text: str) -> str:
+    return shown(redact_text(text), 2000)
+
+
 class LineReporter:
     """One line per finished step (not a terminal)."""
 
@@ -47,7 +54,7 @@ class LineReporter:
         self.durations: dict[str, float] = {}
 
     def note(self, line: str) -> None:
-        self._write(line + "\n")
+        self._write(_safe(line) + "\n")
 
     def step_started(self, step: str, index: int, total: int) -> None:
         pass
@@ -61,7 +68,8 @@ class LineReporter:
     def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None:
         self.durations[step] = seconds
         prefix = f"[{index}/{total}] " if total > 1 else ""
-        self._write(f"{prefix}{step} done in {seconds:.1f}s" + (f": {summary}" if summary else "") + "\n")
+        self._write(f"{prefix}{_safe(step)} done in {seconds:.1f}s" + (f": {_safe(summary)}" if summary else "")
+                    + "\n")
 
     def _write(self, text: str) -> None:
         self.stream.write(text)
@@ -81,10 +89,10 @@ class TerminalReporter(LineReporter):
 
     def note(self, line: str) -> None:
         with self._lock:
-            self._write("\r\x1b[K" + line + "\n")
+            self._write("\r\x1b[K" + _safe(line) + "\n")
 
     def step_started(self, step: str, index: int, total: int) -> None:
-        self._label = f"[{index}/{total}] {step}" if total > 1 else step
+        self._label = f"[{index}/{total}] {_safe(step)}" if total > 1 else _safe(step)
         self._detail = ""
         self._started = time.monotonic()
         self._stop = threading.Event()
@@ -93,7 +101,7 @@ class TerminalReporter(LineReporter):
 
     def step_advanced(self, step: str, done: int, total: int | None, unit: str, size: int | None) -> None:
         count = f"{done:,}/{total:,}" if total is not None else f"{done:,}"
-        self._detail = f"{count} {unit}".rstrip() + (f", {human_bytes(size)}" if size is not None else "")
+        self._detail = f"{count} {_safe(unit)}".rstrip() + (f", {human_bytes(size)}" if size is not None else "")
         self._redraw()
 
     def step_finished(self, step: str, index: int, total: int, seconds: float, summary: str) -> None:

@@ -18,13 +18,20 @@ import click
 from pipelines.cli.exit_codes import USAGE
 from pipelines.config import AppConfig, config_from_dict, load_config
 from pipelines.errors import ConfigError
+from pipelines.redaction import redact_text
+from pipelines.terminal_text import shown
 
 if TYPE_CHECKING:
     from pipelines.metrics.run_metrics import MetricsOutcome
 
 
 def _progress(line: str) -> None:
-    click.echo(line, err=True)
+    click.echo(_safe(line), err=True)
+
+
+def _safe(text: object) -> str:
+    """``text`` for the terminal: URL passwords masked, controls escaped (``redaction``, ``terminal_text``)."""
+    return shown(redact_text(str(text)), 2000)
 
 
 @contextmanager
@@ -78,7 +85,7 @@ def build_config(config_file: str | None, *, logdirs: tuple[str, ...], metadata:
 
 def _print_report(report: Any, config: AppConfig, as_json: bool, metrics: MetricsOutcome) -> None:
     for note in metrics.notes:
-        click.echo(f"logdir-gc: warning: {note}", err=True)
+        click.echo(f"logdir-gc: warning: {_safe(note)}", err=True)
     if as_json:
         doc = {**report.to_json_dict(), "metrics": {"file": metrics.file, "pushed_to": metrics.pushed_to,
                                                      "notes": metrics.notes}}
@@ -86,19 +93,19 @@ def _print_report(report: Any, config: AppConfig, as_json: bool, metrics: Metric
         return
     detect = next(s for s in report.steps if s.step == "detect")
     plan = next(s for s in report.steps if s.step == "plan")
-    click.echo(f"run {report.run_id} of cluster {report.cluster}")
+    click.echo(f"run {_safe(report.run_id)} of cluster {_safe(report.cluster)}")
     click.echo(f"{'class':<28}{'dirs':>7}{'plannable':>11}{'bytes':>16}")
     for cls, c in detect.counts["by_class"].items():
-        click.echo(f"{cls:<28}{c['dirs']:>7}{c['plannable']:>11}{c['bytes']:>16,}")
+        click.echo(f"{_safe(cls):<28}{c['dirs']:>7}{c['plannable']:>11}{c['bytes']:>16,}")
     for step in report.steps:
         for note in step.notes:
-            click.echo(f"note ({step.step}): {note}")
-    click.echo(f"tables:  {config.warehouse}/<table> (findings, partition_dirs, gc_plans, ...)")
+            click.echo(f"note ({step.step}): {_safe(note)}")
+    click.echo(f"tables:  {_safe(config.warehouse)}/<table> (findings, partition_dirs, gc_plans, ...)")
     if report.plan_id:
         click.echo(f"plan:    {plan.counts['plan_id']}: {plan.counts['items']} items, {plan.counts['bytes']:,} bytes,"
                    f" {plan.counts['content_hash']}")
         click.echo(f"         {plan.counts['file']} (+ .md for reviewers)")
-        click.echo(f"review:  logdir-gc plans show {report.plan_id} --warehouse {config.warehouse}")
+        click.echo(f"review:  logdir-gc plans show {_safe(report.plan_id)} --warehouse {_safe(config.warehouse)}")
     else:
         click.echo("plan:    nothing plannable in this run")
     if metrics.file:
@@ -122,7 +129,7 @@ def _run(config: AppConfig, run_id: str | None, as_json: bool, include_segments:
                                   include_segments=include_segments, spark_log=spark_log, now=now)
         except Exception:
             for note in record_failed_run(config, run_id).notes:
-                click.echo(f"logdir-gc: warning: {note}", err=True)
+                click.echo(f"logdir-gc: warning: {_safe(note)}", err=True)
             raise
     durations = {step.replace(" ", "_"): seconds for step, seconds in reporter.durations.items()}
     metrics = record_run(config, run_id, durations, plan_id=report.plan_id)
