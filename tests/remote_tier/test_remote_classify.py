@@ -205,3 +205,21 @@ def test_grace_below_the_floor_is_refused() -> None:
     with pytest.raises(ValueError, match="floor"):
         classify_remote(replay([]), [], ControllerTopics(frozenset()), MetadataCoverage({}, 1, True), now_ms=NOW,
                         grace_ms=60_000)
+
+
+def test_keys_of_one_segment_that_disagree_block_the_plan() -> None:
+    evs = lifecycle(S.COPY_SEGMENT_FINISHED, S.DELETE_SEGMENT_STARTED)
+    objs = objects_of("orders", T, 0, SID, kinds=("log",)) + objects_of("orders", T, 0, SID, start=7,
+                                                                        kinds=("indexes",))
+    f = one(run_classify(evs, objs, live=LIVE))
+    assert not f.plannable and "keys disagree" in f.reason
+
+
+def test_copy_incomplete_whose_events_are_in_another_metadata_partition_is_not_planned() -> None:
+    """Events written to a partition other than the one Kafka's partitioner picks (the partition count changed):
+    the partition Kafka now writes to was not searched for a COPY_SEGMENT_FINISHED."""
+    f = one(run_classify(lifecycle(), objects_of("orders", T, 0, SID), live=LIVE, num_partitions=50))
+    from pipelines.remote_tier.partitioner import metadata_partition
+
+    assert metadata_partition(T, 0, 50) != 0  # the test writes partition 0
+    assert not f.plannable and "not all in the metadata partition" in f.reason
