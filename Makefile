@@ -18,7 +18,7 @@ demo: setup
 	.venv/bin/logdir-gc demo
 
 test: setup system-deps
-	$(PY) -m pytest -q -p no:cacheprovider --timeout=900 -m "not second_tier and not slow"
+	$(PY) -m pytest -q -p no:cacheprovider --timeout=900 --durations=30 -m "not second_tier and not slow"
 	.venv/bin/ruff check pipelines jobs tests bench
 	.venv/bin/mkdocs build --strict --quiet
 

@@ -35,6 +35,10 @@ class PlanError(PipelinesError):
     """A GC plan is inconsistent, failed its independent re-check, or violates policy."""
 
 
+class RecheckDisagreement(PlanError):
+    """The plan's independent re-check disagreed with the Spark join: no plan is written (the run failed, exit 9)."""
+
+
 class PolicyViolation(PlanError):
     """An approval or plan breaks a configured rule; the message names the rule."""
 

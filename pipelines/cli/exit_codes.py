@@ -21,6 +21,7 @@ SPARK_START = 12  # Spark could not start: jars not resolvable (repository unrea
 FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (errors.ConfigError, CONFIG),
     (errors.PolicyViolation, POLICY),
+    (errors.RecheckDisagreement, FAILED),
     (errors.PlanError, POLICY),
     (errors.ExecutorBusy, BUSY),
     (errors.HostIOError, HOST_IO),

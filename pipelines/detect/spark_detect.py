@@ -26,6 +26,7 @@ from pipelines.config.models import DetectConfig
 from pipelines.detect import classes as C
 from pipelines.detect.params import (
     ASSIGNED_DELETE_REASON,
+    DELETE_DELAY_CONFIG_KEY,
     NO_TOPIC_ID_REASON,
     PM_MISSING_STATUSES,
     PM_OK,
@@ -316,9 +317,35 @@ def _by_key(df: DataFrame, by_id: dict[str, str], by_name: dict[str, str]) -> Da
     }).drop(*(set(by_id) | set(by_name)) - set(by_id.values()) - set(by_name.values()))
 
 
+def _with_delete_delays(df: DataFrame, configs: DataFrame | None) -> DataFrame:
+    """``cfg_delay_ms``/``cfg_has_broker`` (the broker's own dynamic ``log.segment.delete.delay.ms``, registered
+    or not) and ``cfg_default_delay_ms`` (the cluster-wide one), as ``image.broker_config`` reads them; without
+    the configs table, the registered brokers' effective values only (``b_delete_delay_ms``)."""
+    if configs is None:
+        return df.withColumns({"cfg_has_broker": col("b_delete_delay_ms").isNotNull(),
+                               "cfg_delay_ms": col("b_delete_delay_ms"),
+                               "cfg_default_delay_ms": F.lit(None).cast("long")})
+    delays = configs.where(col("name") == DELETE_DELAY_CONFIG_KEY)
+    per_broker = (delays.where(col("broker_id").isNotNull())
+                  .groupBy("broker_id").agg(F.max("long_value").alias("cfg_delay_ms"))
+                  .withColumn("cfg_has_broker", F.lit(True)))
+    default = delays.where(col("broker_id").isNull()).agg(F.max("long_value").alias("cfg_default_delay_ms"))
+    return (df.join(F.broadcast(per_broker), ["broker_id"], "left")
+            .withColumn("cfg_has_broker", F.coalesce(col("cfg_has_broker"), F.lit(False)))
+            .crossJoin(F.broadcast(default)))
+
+
+def _delete_delay_ms(config: DetectConfig) -> Column:
+    """The broker's value when it has one (even one that is not a number: then the config's), else the cluster's."""
+    fallback = F.lit(config.file_delete_delay_ms)
+    return F.when(col("cfg_has_broker"), F.coalesce(col("cfg_delay_ms"), fallback)).otherwise(
+        F.coalesce(col("cfg_default_delay_ms"), fallback)).cast("long")
+
+
 def _joined(
     partition_dirs: DataFrame, controller_topics: DataFrame, controller_partitions: DataFrame,
     controller_brokers: DataFrame, metadata_events: DataFrame, log_dirs: DataFrame,
+    controller_broker_configs: DataFrame | None = None,
 ) -> DataFrame:
     """Every dir with what the controller and the event history say of it.
 
@@ -365,6 +392,7 @@ def _joined(
           .join(b(per_topic_replicas), ["topic_id"], "left"))
     df = df.crossJoin(b(_image_meta(controller_topics, controller_partitions, controller_brokers)))
     df = df.crossJoin(b(registered))
+    df = _with_delete_delays(df, controller_broker_configs)
     return df.withColumns({
         "ev_partition_ts": F.greatest(col("ev_pl_ts"), col("ev_tl_ts")),
         "ev_partition_off": F.greatest(col("ev_pl_off"), col("ev_tl_off")),
@@ -416,6 +444,7 @@ def detect(
     *,
     config: DetectConfig,
     now: datetime,
+    controller_broker_configs: DataFrame | None = None,
 ) -> DataFrame:
     """One ``findings`` row (FINDINGS schema) per row of ``partition_dirs``.
 
@@ -423,10 +452,10 @@ def detect(
     (``garbage_since``) and at least ``config.grace_ms`` elapsed since it at ``now``.
     """
     df = _joined(partition_dirs, controller_topics, controller_partitions, controller_brokers, metadata_events,
-                 log_dirs)
+                 log_dirs, controller_broker_configs)
     df = df.withColumns({
         "_now": F.lit(now).cast("timestamp"),
-        "_delete_delay_ms": F.coalesce(col("b_delete_delay_ms"), F.lit(config.file_delete_delay_ms)).cast("long"),
+        "_delete_delay_ms": _delete_delay_ms(config),
         "_delete_margin_ms": F.lit(config.delete_margin_ms).cast("long"),
         "_stuck_deletion_ms": F.lit(config.stuck_topic_deletion_ms).cast("long"),
         "_member": _member(),

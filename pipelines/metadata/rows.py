@@ -9,11 +9,12 @@ base64url strings, timestamps tz-aware UTC ``datetime``s, ``detail`` a JSON stri
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pipelines.metadata.events import MetadataEvent
-from pipelines.metadata.image import MetadataImage
+from pipelines.metadata.image import BROKER_RESOURCE, MetadataImage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,13 +28,27 @@ def _micros(ms: int | None) -> int | None:
     return None if ms is None or ms < 0 else ms * 1000
 
 
-def file_delete_delay_ms(image: MetadataImage, broker_id: int | None) -> int | None:
-    """Effective dynamic ``log.segment.delete.delay.ms`` (broker, then cluster default); None when not set."""
-    value = image.broker_config(broker_id, DELETE_DELAY_KEY)
-    try:
-        return None if value is None else int(value)
-    except ValueError:
+_KAFKA_LONG = re.compile(r"[+-]?[0-9]+")
+
+
+def kafka_long(value: str | None) -> int | None:
+    """``value`` read as Kafka reads a LONG config (``ConfigDef``: trimmed, then ``Long.parseLong``); None if it is
+    not one. Detect, the plan's re-check and the tables all read broker configs through this one function."""
+    if value is None:
         return None
+    text = value.strip()
+    if not _KAFKA_LONG.fullmatch(text):
+        return None
+    number = int(text)
+    return number if -(2**63) <= number < 2**63 else None
+
+
+def file_delete_delay_ms(image: MetadataImage, broker_id: int | None) -> int | None:
+    """Effective dynamic ``log.segment.delete.delay.ms`` (broker, then cluster default); None when not set.
+
+    The broker's own value is read whether or not the broker is registered: a ZooKeeper-mode broker that is stopped
+    has no registration but keeps its dynamic configs."""
+    return kafka_long(image.broker_config(broker_id, DELETE_DELAY_KEY))
 
 
 class _Builder:
@@ -91,10 +106,11 @@ def _text(cache: dict[Any, str]) -> Callable[[Iterable[Any]], list[str]]:
 
 
 def image_tables(image: MetadataImage, *, run_id: str, cluster: str, source: str) -> dict[str, pa.Table]:
-    """``{"controller_topics": ..., "controller_partitions": ..., "controller_brokers": ...}`` as Arrow tables.
+    """``{"controller_topics": ..., "controller_partitions": ..., "controller_brokers": ...,
+    "controller_broker_configs": ...}`` as Arrow tables.
 
-    Topics by name, partitions by (topic, partition), brokers by id. Topics without a topic id (ZooKeeper mode)
-    get rows with a null ``topic_id``.
+    Topics by name, partitions by (topic, partition), brokers by id, broker configs by (broker id, name). Topics
+    without a topic id (ZooKeeper mode) get rows with a null ``topic_id``.
     """
     constants = {"run_id": run_id, "cluster": cluster, "metadata_offset": image.last_offset,
                  "image_complete": image.complete, "source": source}
@@ -135,8 +151,17 @@ def image_tables(image: MetadataImage, *, run_id: str, cluster: str, source: str
                             ("rack", b.rack), ("file_delete_delay_ms", file_delete_delay_ms(image, b.broker_id))):
             brokers.columns[name].append(value)
         brokers.row_added()
+    configs = _Builder("controller_broker_configs", ("broker_id", "name", "value", "long_value"), constants)
+    for (resource_type, name), values in sorted(image.configs.resources.items()):
+        if resource_type != BROKER_RESOURCE or not (name == "" or (name.isascii() and name.isdigit())):
+            continue
+        for key, value in sorted(values.items()):
+            for column, cell in (("broker_id", int(name) if name else None), ("name", key), ("value", value),
+                                 ("long_value", kafka_long(value))):
+                configs.columns[column].append(cell)
+            configs.row_added()
     return {"controller_topics": topics.table(), "controller_partitions": parts.table(),
-            "controller_brokers": brokers.table()}
+            "controller_brokers": brokers.table(), "controller_broker_configs": configs.table()}
 
 
 def image_rows(image: MetadataImage, *, run_id: str, cluster: str, source: str) -> dict[str, list[dict[str, Any]]]:

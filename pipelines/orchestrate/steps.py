@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.config.models import AppConfig
 from pipelines.orchestrate.controller import ControllerView, load_controller_view
 from pipelines.orchestrate.run_status import Statuses, now_utc, require_predecessors, tracked
+from pipelines.redaction import redact_text
 from pipelines.tables.base import TableStore
 from pipelines.tables.concurrent_writes import run_writes
 
@@ -143,6 +144,7 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
                                                           "event": ["topic_created", "topic_removed"]})
             loaded = loaded.with_events(removed_topic_events(history, loaded))
         image = loaded.image
+        source = redact_text(loaded.source)  # a URL's password never reaches a table (pipelines.redaction)
         # Each write builds its Arrow rows itself and lets go of them once written. A large image's writes run one
         # after the other, so one table's rows are alive at a time (633k partitions: ~150 MB of Arrow each).
         threads = None if len(loaded.events) > LARGE_IMAGE_EVENTS else getattr(store, "spark", None)
@@ -150,7 +152,7 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
         kept: dict[str, Any] = {}
 
         def write_image() -> None:
-            tables = image_tables(image, run_id=run_id, cluster=config.cluster, source=loaded.source)
+            tables = image_tables(image, run_id=run_id, cluster=config.cluster, source=source)
             counts.update({name.removeprefix("controller_"): rows.num_rows for name, rows in tables.items()})
             run_writes([partial(store.overwrite_partition, name, {"run_id": run_id}, rows)
                         for name, rows in tables.items()], spark=threads)
@@ -158,7 +160,7 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
                 kept["detect_inputs"] = {name: store.as_frame(name, rows) for name, rows in tables.items()}
 
         def merge_events() -> None:  # both merges write metadata_events: one after the other
-            events = event_table(loaded.events, cluster=config.cluster, source=loaded.source, run_id=run_id)
+            events = event_table(loaded.events, cluster=config.cluster, source=source, run_id=run_id)
             counts["events"] = events.num_rows
             # the key as JSON writes it: a string value holding it would have its quotes escaped
             from_snapshot = pc.match_substring(events["detail"], '"from_snapshot": true')
@@ -178,7 +180,7 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
         report = StepReport("ingest_metadata", counts, frames=kept)
         report.notes += [f"controller image incomplete: {r}" for r in image.incomplete_reasons]
         row = {"run_id": run_id, "cluster": config.cluster, "started_at": started, "finished_at": now_utc(),
-               "status": "succeeded", "source": loaded.source, "metadata_offset": image.last_offset,
+               "status": "succeeded", "source": source, "metadata_offset": image.last_offset,
                "image_complete": image.complete, "topics": counts["topics"], "partitions": counts["partitions"],
                "brokers": counts["brokers"], "events": counts["events"]}
         return (report, loaded), row
@@ -206,6 +208,7 @@ def detect_inputs(store: TableStore, cluster: str, run_id: str) -> dict[str, Any
     return {
         "partition_dirs": of_run("partition_dirs"), "controller_topics": of_run("controller_topics"),
         "controller_partitions": of_run("controller_partitions"), "controller_brokers": of_run("controller_brokers"),
+        "controller_broker_configs": of_run("controller_broker_configs"),
         "metadata_events": store.read("metadata_events").where(F.col("cluster") == cluster),
         "log_dirs": of_run("log_dirs"),
     }

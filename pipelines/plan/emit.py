@@ -24,7 +24,7 @@ import fsspec
 
 from pipelines.config.models import DetectConfig, PolicyConfig
 from pipelines.detect import classes as C
-from pipelines.errors import PlanError
+from pipelines.errors import PlanError, RecheckDisagreement
 from pipelines.metadata.image import MetadataImage
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, PlanItem
@@ -186,7 +186,7 @@ def emit_plan(
                 "candidates": n_candidates, "disagreements": [d.to_json_dict() for d in refused]}
         _write(fs, f"{root}/{report}.disagreements.json", json.dumps(body, indent=2, sort_keys=True))
         _write(fs, f"{root}/{report}.disagreements.md", render_disagreements(body))
-        raise PlanError(f"re-check refused {len(refused)} of {n_candidates} candidates; no plan written; "
+        raise RecheckDisagreement(f"re-check refused {len(refused)} of {n_candidates} candidates; no plan written; "
                         f"report: {out_dir.rstrip('/')}/{report}.disagreements.json")
     items.sort(key=lambda i: (i.broker_id, i.log_dir, i.dir_name))
     digest = hashlib.sha256("\n".join([run_id, str(image.last_offset), *(i.item_id for i in items)]).encode())

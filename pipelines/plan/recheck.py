@@ -17,7 +17,6 @@ detector's ``garbage_since`` against the policy instead.
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,7 +27,6 @@ from pipelines.config.models import DetectConfig
 from pipelines.detect import classes as C
 from pipelines.detect.params import (
     ASSIGNED_DELETE_REASON,
-    DELETE_DELAY_CONFIG_KEY,
     NO_TOPIC_ID_REASON,
     PM_MISSING_STATUSES,
     PM_OK,
@@ -37,6 +35,7 @@ from pipelines.detect.params import (
 )
 from pipelines.kafka.uuid import METADATA_TOPIC_ID, Uuid
 from pipelines.metadata.image import MetadataImage, PartitionImage, TopicDeletion, TopicImage
+from pipelines.metadata.rows import file_delete_delay_ms
 
 __all__ = [
     "ASSIGNED_REPLICA",
@@ -199,10 +198,8 @@ def is_protected_dir(f: DirFacts, image: MetadataImage, config: DetectConfig) ->
 
 
 def _delete_delay_ms(image: MetadataImage, broker_id: int, config: DetectConfig) -> int:
-    value = image.broker_config(broker_id, DELETE_DELAY_CONFIG_KEY)
-    if value is not None and re.fullmatch(r"-?\d+", value.strip()):
-        return int(value)
-    return config.file_delete_delay_ms
+    delay = file_delete_delay_ms(image, broker_id)
+    return config.file_delete_delay_ms if delay is None else delay
 
 
 def _topic_deletion(image: MetadataImage, topic: TopicImage, deletion: TopicDeletion, config: DetectConfig,

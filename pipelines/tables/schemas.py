@@ -171,6 +171,17 @@ CONTROLLER_BROKERS = _t(
     ("file_delete_delay_ms", "long", "effective log.segment.delete.delay.ms"), *_META,
 )
 
+CONTROLLER_BROKER_CONFIGS = _t(
+    "controller_broker_configs",
+    "Dynamic broker configs in the controller image, per run: every broker's, registered or not (a ZooKeeper-mode"
+    " broker that is stopped is not registered but keeps its `/config/brokers/<id>`), and the cluster-wide default.",
+    ("run_id",),
+    *_RUN, ("broker_id", "int", "null for the cluster-wide default (`<default>` in ZooKeeper, resource \"\" in KRaft)"),
+    ("name", "string"), ("value", "string"),
+    ("long_value", "long", "the value read as Kafka reads a LONG config (trimmed, optional sign, decimal); null if it"
+     " is not one"), *_META,
+)
+
 METADATA_EVENTS = _t(
     "metadata_events",
     "Durable history of topic ids, merged incrementally: survives Kafka truncating its own log. A log event is keyed"
@@ -243,8 +254,8 @@ ALL_TABLES: MappingProxyType[str, TableSchema] = MappingProxyType(
         t.name: t
         for t in (
             CRAWL_RUNS, INGEST_RUNS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, CRAWL_ERRORS, CONTROLLER_TOPICS,
-            CONTROLLER_PARTITIONS, CONTROLLER_BROKERS, METADATA_EVENTS, FINDINGS, GC_PLANS, GC_PLAN_ITEMS,
-            GC_PLAN_AUDIT, GC_PLAN_SIGNATURES, GC_JOURNAL,
+            CONTROLLER_PARTITIONS, CONTROLLER_BROKERS, CONTROLLER_BROKER_CONFIGS, METADATA_EVENTS, FINDINGS,
+            GC_PLANS, GC_PLAN_ITEMS, GC_PLAN_AUDIT, GC_PLAN_SIGNATURES, GC_JOURNAL,
         )
     }
 )

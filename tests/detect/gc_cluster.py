@@ -12,7 +12,9 @@ from types import MappingProxyType
 from typing import Any
 
 from pipelines.kafka.uuid import MIGRATING, Uuid
+from pipelines.metadata.rows import kafka_long
 from pipelines.tables.schemas import (
+    CONTROLLER_BROKER_CONFIGS,
     CONTROLLER_BROKERS,
     CONTROLLER_PARTITIONS,
     CONTROLLER_TOPICS,
@@ -54,7 +56,9 @@ class Cluster:
     metadata_offset: int = 500
     topics: dict[str, tuple[str, dict[int, Part]]] = field(default_factory=dict)
     brokers: dict[int, dict[str, str | None]] = field(default_factory=dict)
-    delete_delay_ms: dict[int, int] = field(default_factory=dict)
+    delete_delay_ms: dict[int, str] = field(default_factory=dict)  # a broker's own dynamic value, as Kafka stores it
+    cluster_delete_delay_ms: str | None = None  # the cluster-wide dynamic default
+    unregistered: set[int] = field(default_factory=set)  # brokers with dirs that the controller does not register
     registered_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
     dirs: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -62,12 +66,15 @@ class Cluster:
 
     # -- description --------------------------------------------------------------------------------------------
     def broker(self, broker_id: int, *log_dirs: tuple[str, str | None], registered: tuple[str, ...] | None = None,
-               delete_delay_ms: int | None = None) -> Cluster:
+               delete_delay_ms: int | str | None = None, running: bool = True) -> Cluster:
+        """``running=False``: a stopped ZooKeeper-mode broker, not registered, whose dynamic configs remain."""
         self.brokers[broker_id] = dict(log_dirs)
+        if not running:
+            self.unregistered.add(broker_id)
         self.registered_dirs[broker_id] = registered if registered is not None else tuple(
             d for _, d in log_dirs if d is not None)
         if delete_delay_ms is not None:
-            self.delete_delay_ms[broker_id] = delete_delay_ms
+            self.delete_delay_ms[broker_id] = str(delete_delay_ms)
         return self
 
     def topic(self, name: str, topic_id: str | None, **parts: Part) -> Cluster:
@@ -129,9 +136,17 @@ class Cluster:
 
     def brokers_rows(self) -> list[dict[str, Any]]:
         return [full_row(CONTROLLER_BROKERS, broker_id=b, broker_epoch=1, fenced=False, in_controlled_shutdown=False,
-                         log_dirs=list(self.registered_dirs[b]), file_delete_delay_ms=self.delete_delay_ms.get(b),
+                         log_dirs=list(self.registered_dirs[b]),
+                         file_delete_delay_ms=kafka_long(self.delete_delay_ms.get(b, self.cluster_delete_delay_ms)),
                          **self._meta())
-                for b in self.brokers]
+                for b in self.brokers if b not in self.unregistered]
+
+    def broker_configs_rows(self) -> list[dict[str, Any]]:
+        values = [(b, v) for b, v in self.delete_delay_ms.items()]
+        if self.cluster_delete_delay_ms is not None:
+            values.append((None, self.cluster_delete_delay_ms))
+        return [full_row(CONTROLLER_BROKER_CONFIGS, broker_id=b, name="log.segment.delete.delay.ms", value=v,
+                         long_value=kafka_long(v), **self._meta()) for b, v in values]
 
     def dataframes(self, spark: Any) -> dict[str, Any]:
         def df(table: TableSchema, rows: list[dict[str, Any]]) -> Any:
@@ -142,6 +157,7 @@ class Cluster:
             "controller_topics": df(CONTROLLER_TOPICS, self.topics_rows()),
             "controller_partitions": df(CONTROLLER_PARTITIONS, self.partitions_rows()),
             "controller_brokers": df(CONTROLLER_BROKERS, self.brokers_rows()),
+            "controller_broker_configs": df(CONTROLLER_BROKER_CONFIGS, self.broker_configs_rows()),
             "metadata_events": df(METADATA_EVENTS, self.events),
             "log_dirs": df(LOG_DIRS, self.log_dirs_rows()),
         }
@@ -173,9 +189,12 @@ class Cluster:
             else:
                 topics[name] = TopicImage(Uuid.from_string(tid), name, MappingProxyType(pimgs))
         brokers = {b: BrokerImage(b, 1, False, False, tuple(Uuid.from_string(d) for d in self.registered_dirs[b]))
-                   for b in self.brokers}
-        configs = {(BROKER_RESOURCE, str(b)): MappingProxyType({"log.segment.delete.delay.ms": str(v)})
+                   for b in self.brokers if b not in self.unregistered}
+        configs = {(BROKER_RESOURCE, str(b)): MappingProxyType({"log.segment.delete.delay.ms": v})
                    for b, v in self.delete_delay_ms.items()}
+        if self.cluster_delete_delay_ms is not None:
+            default = {"log.segment.delete.delay.ms": self.cluster_delete_delay_ms}
+            configs[(BROKER_RESOURCE, "")] = MappingProxyType(default)
         return MetadataImage(
             provenance=MetadataProvenance("test", self.metadata_offset, 1, int(self.now.timestamp() * 1000)),
             topics=TopicsImage(MappingProxyType({t.topic_id: t for t in topics.values()}), MappingProxyType(topics)),

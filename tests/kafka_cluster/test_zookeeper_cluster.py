@@ -291,3 +291,50 @@ def test_apply_is_refused_while_the_broker_runs_then_applied_with_a_live_zookeep
     kafka.produce("zlive", [b"after"], partition=0)
     values = kafka.consume("zlive", [0], expected=31)
     assert len(values) == 31 and values[-1] == b"after"
+
+
+def test_a_stopped_brokers_dynamic_delete_delay_is_read_and_the_cluster_is_planned(
+        kafka: KafkaCluster, zk: ZooKeeperServer, tmp_path: Path) -> None:
+    """Broker 2 sets ``log.segment.delete.delay.ms`` to 24 h as a dynamic per-broker config (``/config/brokers/2``),
+    keeps the ``-delete`` dirs of a deleted topic, and is stopped, so ZooKeeper no longer registers it (what the
+    docs advise before crawling a ZooKeeper-mode broker). ``logdir-gc run`` three hours later (grace 1 h): detect
+    and the plan's re-check both judge those dirs by broker 2's own 24 h, so they are ``pending_delete``, the
+    re-check agrees and the run succeeds. Judged by the default delay they were ``stuck_delete`` and plannable, the
+    re-check disagreed and no plan was written for the whole cluster."""
+    from deltalake import DeltaTable
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    day_ms = str(24 * 3600 * 1000)
+    admin = kafka.admin()
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "2",
+                                            configs={"log.segment.delete.delay.ms": day_ms})])
+    finally:
+        admin.close()
+    zk_image(zk, lambda i: i.broker_config(2, "log.segment.delete.delay.ms") == day_ms)
+    create(kafka, "zdelay", {0: [2], 1: [2]})
+    admin = kafka.admin()
+    try:
+        admin.delete_topics(["zdelay"])
+        wait_for("zdelay deleted", lambda: "zdelay" not in admin.list_topics())
+    finally:
+        admin.close()
+    wait_for("broker 2's -delete dirs", lambda: len(dirs_of(kafka, 2, "zdelay")) == 2
+             and all(p.name.endswith("-delete") for p in dirs_of(kafka, 2, "zdelay")))
+    kafka.stop_broker(2)
+    zk_image(zk, lambda i: 2 not in i.brokers)
+    warehouse = tmp_path / "warehouse"
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "cluster": "zk-delays", "warehouse": str(warehouse),
+        "brokers": [{"broker_id": b, "log_dirs": [str(d) for d in node.log_dirs]} for b, node in kafka.brokers.items()],
+        "metadata": {"kind": "zookeeper", "zookeeper_connect": zk.connect + CHROOT},
+        "detect": {"grace_ms": "1h"},
+    }))
+    later = (datetime.now(timezone.utc) + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    code, out, err = cli("run", "--config", str(config), "--now", later)
+    assert code == 0, out + err
+    findings = DeltaTable(str(warehouse / "findings")).to_pyarrow_table().to_pylist()
+    ours = [f for f in findings if f["broker_id"] == 2 and f["dir_name"].startswith("zdelay-")]
+    assert len(ours) == 2 and {f["class"] for f in ours} == {C.PENDING_DELETE}, ours
+    assert not list(warehouse.rglob("*disagreements.json"))

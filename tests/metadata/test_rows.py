@@ -76,3 +76,20 @@ def test_rows_are_the_same_whatever_the_chunk_size(monkeypatch) -> None:
     chunked = image_rows(image, run_id="r1", cluster="c", source="s"), event_rows(loader.events, cluster="c",
                                                                                source="s", run_id="r1")
     assert chunked == whole and len(whole[1]) > 2 and len(whole[0]["controller_partitions"]) == 2
+
+
+def test_broker_configs_rows_hold_every_brokers_own_values_registered_or_not() -> None:
+    loader = MetadataLoader(source="test")
+    loader.replay(entries([
+        broker(1, 4),
+        config(BROKER_RESOURCE, "", "log.segment.delete.delay.ms", "90000"),
+        config(BROKER_RESOURCE, "3", "log.segment.delete.delay.ms", " 86400000 "),  # broker 3 is not registered
+        config(BROKER_RESOURCE, "3", "log.retention.ms", "oops"),
+    ]))
+    rows = image_rows(loader.finish(), run_id="r1", cluster="c", source="s")
+    assert [b["broker_id"] for b in rows["controller_brokers"]] == [1]
+    assert [(r["broker_id"], r["name"], r["value"], r["long_value"]) for r in rows["controller_broker_configs"]] == [
+        (None, "log.segment.delete.delay.ms", "90000", 90_000),
+        (3, "log.retention.ms", "oops", None),
+        (3, "log.segment.delete.delay.ms", " 86400000 ", 86_400_000),
+    ]

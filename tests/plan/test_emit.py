@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from pipelines.cli.exit_codes import FAILED, code_for
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "detect"))
 from gc_cluster import NOW, RUN, Cluster
 from mixed_cluster import EXPECTED, mixed_cluster
@@ -82,8 +84,9 @@ def test_a_class_the_recheck_does_not_confirm_aborts_everything(tmp_path: Path) 
     rows = findings(c)
     ok = next(r for r in rows if r["dir_name"] == "orders-0" and r["broker_id"] == 1)
     ok.update({"class": "deleted_topic", "plannable": True, "garbage_since": NOW.replace(year=2025)})
-    with pytest.raises(PlanError, match="re-check refused 1 of"):
+    with pytest.raises(PlanError, match="re-check refused 1 of") as refused:
         emit(rows, c, tmp_path)
+    assert code_for(refused.value) == FAILED  # exit 9, as docs/commands.md says: the run failed, not a policy refusal
     assert not list(tmp_path.glob("*[0-9a-f].json"))  # no plan
     [report] = tmp_path.glob("*.disagreements.json")
     body = json.loads(report.read_text())
