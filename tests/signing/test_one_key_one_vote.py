@@ -152,6 +152,15 @@ def test_one_rsa_key_re_encoded_in_the_envelope_counts_once(tmp_path: Path) -> N
     assert "1 of 2" in _refused(w, "distinct_approvers")
 
 
+def test_a_certificate_signs_only_for_its_own_principals(tmp_path: Path) -> None:
+    w = _registered(tmp_path, required=1)
+    keys = keyring_of(w.config)
+    keys.key("carol")
+    keys.allow_ca("carol,dave", "ca")
+    _approve(w, "dave", keys.certify("carol", "carol"))  # the CA may vouch for dave, this certificate does not
+    assert "its certificate is for carol, not for dave" in _refused(w, "signer_not_allowed")
+
+
 def test_the_authors_key_never_counts_through_a_certificate(tmp_path: Path) -> None:
     w = build_world(tmp_path, approve_plan=False)
     keys = keyring_of(w.config)
