@@ -34,9 +34,34 @@ def _execute(dry_run: bool, execute: bool) -> bool:
 def _brokers(app: AppConfig, broker: int | None) -> list[int]:
     if broker is not None:
         return [broker]
+    if not app.brokers:
+        raise ConfigError("the config lists no brokers: name this host's broker under `brokers:` (with its log "
+                          "dirs), or say which one with --broker ID")
     if len(app.brokers) != 1:
-        raise ConfigError("the config lists several brokers; say which one with --broker ID")
+        raise ConfigError(f"the config lists {len(app.brokers)} brokers; say which one with --broker ID")
     return [app.brokers[0].broker_id]
+
+
+def _nothing_for(app: AppConfig, plan_id: str, broker: int, plan_file: str | None = None) -> bool:
+    """True when the plan has no item for ``broker``: a loop over a fleet's brokers meets nothing to do, not a
+    refusal. Only the plan is read: its items table first (the plan JSON, tens of MB for a fleet, only when that
+    says none), so an unknown plan is still refused (exit 5) and a damaged items table never hides work."""
+    from pipelines.execute.plan_source import read_plan_file
+    from pipelines.plan import approval
+
+    store = open_store(app)
+    record = approval.get_plan(store, plan_id, with_json=False)
+    if plan_file is None and store.exists("gc_plan_items") and store.read_rows(
+            "gc_plan_items", {"plan_id": plan_id, "broker_id": broker}, columns=["item_id"]):
+        return False
+    plan = read_plan_file(plan_file) if plan_file is not None else record.plan()
+    return not any(i.broker_id == broker for i in plan.items)
+
+
+def _nothing_said(plan_id: str, broker: int, **empty: object) -> tuple[dict[str, object], str]:
+    """The JSON document and the line of a command that had nothing to do for ``broker``."""
+    return ({"plan_id": plan_id, "broker_id": broker, **empty, "nothing_to_do": True},
+            f"nothing for broker {broker} in {plan_id}")
 
 
 def _duration(text: str | None) -> int | None:
@@ -67,6 +92,10 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
     app = load_host_app(config_path, warehouse)
     vet_named_files(app, [broker], controller=True)
     executed = _execute(dry_run, execute)
+    if _nothing_for(app, plan_id, broker, plan_file):
+        document, line = _nothing_said(plan_id, broker, executed=executed, items=[])
+        emit(as_json, document, line)
+        return
     with step(f"apply plan {plan_id} on broker {broker}") as done:
         report = applied(app, broker, executed, lambda: apply_plan(app, open_store(app), plan_id, broker,
                                                                    execute=executed, plan_file=plan_file))
@@ -98,6 +127,10 @@ def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool
     app = load_host_app(config_path, warehouse)
     vet_named_files(app, _brokers(app, broker), controller=False)
     executed = _execute(dry_run, execute)
+    if broker is not None and _nothing_for(app, plan_id, broker):
+        document, line = _nothing_said(plan_id, broker, executed=executed, restored=[], skipped=[], failed=[])
+        emit(as_json, [document], line)
+        return
     store = open_store(app)
     reports = []
     for b in _brokers(app, broker):
