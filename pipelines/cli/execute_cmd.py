@@ -201,4 +201,5 @@ def prestart(broker: int, budget: str | None, worker_deadline: float | None, con
             results = supervise(config_path, warehouse, broker, budget)
     except Exception as exc:  # the broker must start: whatever went wrong is reported, and the exit code is 0
         results = [{"error": f"prestart: {type(exc).__name__}: {exc}"}]
-    emit(as_json, results, "\n".join(text.prestart_lines(results)))
+    lines = text.prestart_lines(results) if results else [f"nothing for broker {broker} in any approved plan"]
+    emit(as_json, results, "\n".join(lines))

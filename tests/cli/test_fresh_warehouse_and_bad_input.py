@@ -44,7 +44,7 @@ def test_decisions_on_a_fresh_warehouse_name_the_problem(argv, config: Path, cap
 def test_prestart_on_a_fresh_warehouse_exits_zero(config: Path, capsys) -> None:
     code, out, err = _exit_code(["prestart", "--broker", "1", "--config", str(config)], capsys)
     assert code == 0 and "Traceback" not in err
-    assert "nothing to apply" in out
+    assert out.strip() == "nothing for broker 1 in any approved plan"
 
 
 def test_metadata_show_refuses_bytes_that_are_not_kafka_metadata(tmp_path: Path, capsys) -> None:
