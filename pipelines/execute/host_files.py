@@ -24,6 +24,7 @@ The trust files and ``executor.ssh_keygen`` are vetted where they are read (:mod
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -53,6 +54,8 @@ def vet_config_file(path: str | os.PathLike[str]) -> Path:
     """The config file's real path. PolicyViolation ``[host_config_permissions]`` when someone else could change it;
     ConfigError when it does not exist."""
     rule = "host_config_permissions"
+    if not os.path.exists(path):  # worded as the config loader words it (a documented message)
+        raise ConfigError(f"cannot read config {path}: {os.strerror(errno.ENOENT)}")
     vetted = vet_path(path, key="--config", rule=rule, trusted=config_uids())
     if not stat.S_ISREG(vetted.st.st_mode):
         raise refuse(rule, f"{os.path.abspath(path)} is not a regular file")
