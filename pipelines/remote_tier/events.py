@@ -18,8 +18,8 @@ from pipelines.kafka.uuid import Uuid
 from pipelines.remote_tier.metadata_codec import RemoteMetadataRecord, make_remote_record
 from pipelines.remote_tier.metadata_schema import PARTITION_DELETE, SEGMENT_METADATA, SEGMENT_UPDATE
 
-__all__ = ["PartitionDeleteEvent", "PartitionDeleteState", "SegmentEvent", "SegmentState", "event_from_record",
-           "event_to_record"]
+__all__ = ["PartitionDeleteEvent", "PartitionDeleteState", "SegmentEvent", "SegmentKey", "SegmentState",
+           "event_from_record", "event_to_record"]
 
 
 class SegmentState(enum.IntEnum):

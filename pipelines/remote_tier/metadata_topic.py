@@ -36,7 +36,7 @@ from pipelines.remote_tier.metadata_codec import decode_remote_record
 from pipelines.remote_tier.partitioner import metadata_partition
 
 __all__ = ["METADATA_TOPIC", "MetadataCoverage", "PartitionRead", "choose_replica", "read_replica",
-           "read_replica_segments"]
+           "read_replica_segments", "read_replicas_under"]
 
 METADATA_TOPIC = "__remote_log_metadata"
 _SEGMENT = re.compile(r"(\d{20})\.log")
@@ -171,6 +171,17 @@ def read_replica(path: str | os.PathLike[str]) -> PartitionRead:
             mtime = entry.stat(follow_symlinks=False).st_mtime_ns // 1_000_000
             newest = mtime if newest is None else max(newest, mtime)
     return read_replica_segments(int(m.group(1)), segments, source=os.fspath(path), as_of_ms=newest)
+
+
+def read_replicas_under(root: str | os.PathLike[str]) -> list[PartitionRead]:
+    """Read every ``__remote_log_metadata-N`` directory directly under ``root`` (a log dir, or a copied directory
+    holding replicas), in name order. Other entries are ignored; a symlinked replica dir is not followed."""
+    found = []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if _DIR.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False):
+                found.append(entry.path)
+    return [read_replica(p) for p in sorted(found)]
 
 
 def choose_replica(reads: Iterable[PartitionRead]) -> PartitionRead:

@@ -125,3 +125,15 @@ def test_read_replica_refuses_other_names_and_skips_other_files(tmp_path) -> Non
     (d / "00000000000000000099.log.deleted").write_bytes(b"junk")
     os.mkdir(d / "00000000000000000050.log")
     assert read_replica(d).whole
+
+
+def test_replicas_under_a_log_dir(tmp_path) -> None:
+    write_metadata_replica(tmp_path, 0, events(1))
+    write_metadata_replica(tmp_path, 12, events(2))
+    (tmp_path / "orders-0").mkdir()
+    (tmp_path / "__remote_log_metadata-01").mkdir()  # not a name Kafka writes
+    os.symlink(tmp_path / "__remote_log_metadata-0", tmp_path / "__remote_log_metadata-7")
+    from pipelines.remote_tier.metadata_topic import read_replicas_under
+
+    reads = read_replicas_under(tmp_path)
+    assert [(r.metadata_partition, len(r.events)) for r in reads] == [(0, 2), (12, 4)]
