@@ -348,6 +348,8 @@ SIGNING_MUTATIONS = [
              "    check = verify_signature(st.to_bytes(), row.signature, row.signer or st.signer, trust, now)"),
     Mutation("refusal explanation ignores the principal", S + "verify.py",
              "    mine = [ln for ln in lines if ln.matches_principal(signer)]", "    mine = lines"),
+    Mutation("refusal explanation ignores a certificate's principals", S + "verify.py",
+             "    if cert is not None and signer not in cert.principals:", "    if False:"),
     Mutation("key validity judged now, not at the apply's time", S + "verify.py",
              '"-n", NAMESPACE, "-s", str(sig_file),\n            "-O", f"verify-time={verify_time(at)}"]',
              '"-n", NAMESPACE, "-s", str(sig_file)]'),
