@@ -128,7 +128,7 @@ def _unsigned(app: AppConfig, key: str | None) -> bool:
 
 
 def _signed_line(row: SignatureRow | None) -> str:
-    return f"; signed by {row.signer} with {row.key_fingerprint}" if row else ""
+    return f"; signed by {shown(row.signer)} with {shown(row.key_fingerprint)}" if row else ""
 
 
 @plans.command("propose")
@@ -172,7 +172,8 @@ def approve(plan_id: str, by: str, comment: str, brokers: tuple[int, ...], valid
         record, row = approve_signed(store, plan_id, by=by, policy=app.policy, key=key, comment=comment,
                                      brokers=brokers, valid_for_ms=_duration(valid_for), detect_grace_ms=grace)
     emit(as_json, {**_summary(record), "signature": _row(row)},
-         f"{plan_id}: {record.status} (approvals: {', '.join(record.approvals)}){_signed_line(row)}")
+         f"{shown(plan_id)}: {shown(record.status)} (approvals: {', '.join(shown(a) for a in record.approvals)})"
+         f"{_signed_line(row)}")
 
 
 @plans.command("reject")
@@ -231,25 +232,26 @@ def verify(plan_id: str, broker: int | None, allowed_signers: str | None, config
                      "allowed_signers": app.executor.allowed_signers}}
     emit(as_json, data, _verify_text(plan_id, record.status, verdict, data))
     if refusal is not None:
-        click.echo(f"logdir-gc: error: {refusal}", err=True)
+        click.echo(f"logdir-gc: error: {shown(refusal, 2000)}", err=True)
         sys.exit(POLICY)
 
 
 def _verify_text(plan_id: str, status: str, verdict: PlanVerdict, data: dict[str, Any]) -> str:
     host = data["host"]
     where = f"broker {host['broker_id']}" if host["broker_id"] is not None else "any broker"
-    lines = [f"plan {plan_id} ({status}), content {verdict.content_hash}",
+    lines = [f"plan {shown(plan_id)} ({shown(status)}), content {shown(verdict.content_hash)}",
              f"host: cluster {host['cluster']}, cluster.id {host['cluster_id']} (from {host['cluster_id_from']}), "
              f"{where}; allowed_signers {host['allowed_signers']}; {verdict.required} approval(s) required"]
     for v in verdict.signatures:
         st = v.statement
-        what = (f"{st.action:<8} {st.signer:<16} brokers {','.join(map(str, st.brokers))} until "
-                f"{st.expires_at:%Y-%m-%d %H:%M}Z" if st else f"{'?':<8} {v.who:<16}")
-        outcome = v.status.upper() if v.rule is None else f"NOT COUNTED [{v.rule}] {v.reason}"
-        lines.append(f"  {what}  key {v.key_fingerprint or '-'}  {outcome}")
+        what = (f"{shown(st.action):<8} {shown(st.signer):<16} brokers {','.join(map(str, st.brokers))} until "
+                f"{st.expires_at:%Y-%m-%d %H:%M}Z" if st else f"{'?':<8} {shown(v.who):<16}")
+        outcome = v.status.upper() if v.rule is None else f"NOT COUNTED [{v.rule}] {shown(v.reason, 1000)}"
+        lines.append(f"  {what}  key {shown(v.key_fingerprint or '-')}  {outcome}")
     if not verdict.signatures:
         lines.append("  no signatures")
-    lines.append("this host would apply it" if data["would_apply"] else f"this host would refuse: {data['refusal']}")
+    lines.append("this host would apply it" if data["would_apply"]
+                 else f"this host would refuse: {shown(data['refusal'], 1000)}")
     return "\n".join(lines)
 
 
