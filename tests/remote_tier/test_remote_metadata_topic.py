@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from remote_builders import DAY, copy_started, uid, update
 
 from pipelines.kafka.record_batch import Compression, Record, encode_batch
@@ -137,3 +139,35 @@ def test_replicas_under_a_log_dir(tmp_path) -> None:
 
     reads = read_replicas_under(tmp_path)
     assert [(r.metadata_partition, len(r.events)) for r in reads] == [(0, 2), (12, 4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch_records=st.integers(1, 5), segment_batches=st.integers(1, 4),
+       compression=st.sampled_from([Compression.NONE, Compression.ZSTD]))
+def test_where_batches_and_segments_are_cut_changes_nothing(batch_records, segment_batches, compression) -> None:
+    from pipelines.remote_tier.replay import replay
+
+    evs = [*events(5), update("orders", T, 0, uid(100), SegmentState.DELETE_SEGMENT_STARTED, DAY + 50)]
+    baseline = replay(read_replica_segments(0, encode_metadata_segments(evs)).events).segments
+    read = read_replica_segments(0, encode_metadata_segments(evs, batch_records=batch_records,
+                                                             segment_batches=segment_batches,
+                                                             compression=compression))
+    assert read.whole and replay(read.events).segments == baseline
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_damaged_replica_files_never_crash_and_invent_no_event(data) -> None:
+    evs = events(4)
+    segs = [(b, bytearray(d)) for b, d in encode_metadata_segments(evs, batch_records=2, segment_batches=2)]
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(segs) - 1))
+        base, raw = segs[i]
+        if data.draw(st.booleans()) and raw:
+            raw = raw[: data.draw(st.integers(0, len(raw) - 1))]
+        elif raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+        segs[i] = (base, raw)
+    read = read_replica_segments(0, [(b, bytes(d)) for b, d in segs])
+    originals = {(e.segment_id, e.state, e.event_timestamp_ms) for e in evs}
+    assert {(e.segment_id, e.state, e.event_timestamp_ms) for e in read.events} <= originals
