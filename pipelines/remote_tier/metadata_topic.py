@@ -149,8 +149,11 @@ def read_replica_segments(metadata_partition: int, segments: Sequence[tuple[int,
     return reader.result(as_of_ms)
 
 
-def read_replica(path: str | os.PathLike[str]) -> PartitionRead:
+def read_replica(path: str | os.PathLike[str], *, as_of_ms: int | None = None) -> PartitionRead:
     """Read one ``__remote_log_metadata-N`` directory.
+
+    ``as_of_ms`` overrides the replica's time (the newest segment-file mtime) for a caller that knows better, e.g.
+    the crawl time of the partition leader's replica on a live broker; never pass a time the replica may lag.
 
     Raises:
         ValueError: the directory's name is not ``__remote_log_metadata-<partition>``.
@@ -170,7 +173,8 @@ def read_replica(path: str | os.PathLike[str]) -> PartitionRead:
             segments.append((int(found.group(1)), entry.path))
             mtime = entry.stat(follow_symlinks=False).st_mtime_ns // 1_000_000
             newest = mtime if newest is None else max(newest, mtime)
-    return read_replica_segments(int(m.group(1)), segments, source=os.fspath(path), as_of_ms=newest)
+    return read_replica_segments(int(m.group(1)), segments, source=os.fspath(path),
+                                 as_of_ms=newest if as_of_ms is None else as_of_ms)
 
 
 def read_replicas_under(root: str | os.PathLike[str]) -> list[PartitionRead]:

@@ -39,6 +39,7 @@ def test_replica_read_whole_in_order(tmp_path, compression) -> None:
     assert [(e.segment_id, e.state) for e in read.events] == [(e.segment_id, e.state) for e in evs]
     assert [e.offset for e in read.events] == list(range(len(evs)))
     assert read.as_of_ms == max(p.stat().st_mtime_ns // 1_000_000 for p in d.glob("*.log"))
+    assert read_replica(d, as_of_ms=123).as_of_ms == 123
 
 
 def test_missing_segment_file_is_a_hole(tmp_path) -> None:
