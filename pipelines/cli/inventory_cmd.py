@@ -45,11 +45,11 @@ def inventory(logdirs: tuple[str, ...], out_url: str, broker_id: int | None, fmt
             result = write_inventory(logdirs, out_url, broker_id=broker_id, format=fmt_n, compiled=False)
             records, written, failed = result.records, result.format, result.failed
     except OSError as exc:
-        click.echo(f"logdir-gc inventory: cannot write {out_url}: {exc.strerror or exc}", err=True)
+        click.echo(f"logdir-gc inventory: cannot write {_safe(out_url)}: {_safe(exc.strerror or exc)}", err=True)
         sys.exit(UNREADABLE)  # not ctx.exit: the group runs click with standalone_mode=False, which swallows it
-    click.echo(f"wrote {records} records (format {written}) for {len(logdirs)} log dir(s) to {out_url}")
+    click.echo(f"wrote {records} records (format {written}) for {len(logdirs)} log dir(s) to {_safe(out_url)}")
     for root, reason in failed:
-        click.echo(f"logdir-gc inventory: cannot list {root}: {reason}", err=True)
+        click.echo(f"logdir-gc inventory: cannot list {_safe(root)}: {_safe(reason)}", err=True)
     if failed:
         sys.exit(UNREADABLE)
 
@@ -67,3 +67,11 @@ class _PandasAbsent:
         if name == "pandas" or name.startswith("pandas."):
             raise ModuleNotFoundError(f"No module named {name!r} (logdir-gc inventory runs without pandas)", name=name)
         return None
+
+
+def _safe(text: object) -> str:
+    """A path, URL or reason for the terminal: URL passwords masked, controls escaped."""
+    from pipelines.redaction import redact_text
+    from pipelines.terminal_text import shown
+
+    return shown(redact_text(str(text)), 1000)
