@@ -14,6 +14,7 @@ from typing import IO, Any
 from pipelines.kafka.uuid import DIRECTORY_ID_NAMES
 from pipelines.metadata.metadata_log_source import ReplayResult
 from pipelines.metadata.summary import MetadataSummary, TopicChange
+from pipelines.redaction import redact_text
 from pipelines.terminal_text import shown
 
 BROKER_LINES = 12
@@ -39,7 +40,7 @@ def _change(c: TopicChange, recreated: bool) -> str:
 
 def render_summary(result: ReplayResult, s: MetadataSummary) -> str:
     image = result.image
-    lines = [f"source:     {shown(image.provenance.source)}",
+    lines = [f"source:     {shown(redact_text(image.provenance.source), 1000)}",
              f"offsets:    {s.first_offset if s.first_offset is not None else '-'} .. {s.last_offset} "
              f"(epoch {image.provenance.last_epoch})",
              f"times:      {_time(s.first_timestamp_ms)} .. {_time(s.last_timestamp_ms)}",
