@@ -43,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pipelines import native
 from pipelines.kafka.fast_init import NATIVE as FASTINIT_NATIVE
 from pipelines.kafka.gc_pause import gc_paused
-from pipelines.kafka.metadata_codec import encode_metadata_record, iter_metadata_log, make_record
+from pipelines.kafka.metadata_codec import encode_metadata_record, make_record
+from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.metadata_native import MODULE as METADATA_NATIVE
 from pipelines.kafka.record_batch import encode_batch
 from pipelines.kafka.uuid import Uuid

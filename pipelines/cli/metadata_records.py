@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii
 from typing import IO, Any
 
-from pipelines.kafka.metadata_codec import control_to_json_dict, iter_metadata_log
+from pipelines.kafka.metadata_codec import control_to_json_dict
 from pipelines.kafka.metadata_json import record_json
+from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.segment_files import classify_file
 
 _FLUSH_LINES = 4096

@@ -258,16 +258,11 @@ def control_to_json_dict(record: ControlRecord) -> dict[str, Any]:
     return struct_to_json(spec.fields, 0, record.fields)
 
 
-_LOG_NAMES = frozenset({"LogEntry", "LogError", "MetadataLog", "iter_metadata_log"})
 _SNAPSHOT_NAMES = frozenset({"SnapshotName", "format_snapshot_name", "parse_snapshot_file", "parse_snapshot_name"})
 
 
 def __getattr__(name: str) -> Any:
-    """Lazy re-exports: the log iterator (which imports this module) and snapshot file names."""
-    if name in _LOG_NAMES:
-        from pipelines.kafka import metadata_log
-
-        return getattr(metadata_log, name)
+    """Lazy re-exports of snapshot file names (the log iterator lives in ``metadata_log``, a layer above this one)."""
     if name in _SNAPSHOT_NAMES:
         from pipelines.kafka import snapshot_names
 

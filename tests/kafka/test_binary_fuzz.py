@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import DecodeError
-from pipelines.kafka.metadata_codec import decode_control_record, decode_metadata_record, iter_metadata_log
+from pipelines.kafka.metadata_codec import decode_control_record, decode_metadata_record
+from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.record_batch import encode_batch, read_batches
 
 # Valid prefixes make the fuzzer reach deep into bodies instead of failing on the frame byte.

@@ -14,10 +14,10 @@ from pipelines.kafka.metadata_codec import (
     MetadataRecord,
     encode_control_record,
     encode_metadata_record,
-    iter_metadata_log,
     make_control_record,
     make_record,
 )
+from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.record_batch import encode_batch
 from pipelines.kafka.uuid import Uuid
 

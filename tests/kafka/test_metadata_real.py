@@ -12,12 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.kafka.metadata_codec import (
-    ControlRecord,
-    encode_control_record,
-    encode_metadata_record,
-    iter_metadata_log,
-)
+from pipelines.kafka.metadata_codec import ControlRecord, encode_control_record, encode_metadata_record
+from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.record_batch import iter_raw_records, read_batches
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "real-logdirs"

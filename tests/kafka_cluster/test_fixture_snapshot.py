@@ -14,7 +14,8 @@ import pytest
 from pipelines.config.models import BrokerConfig, DetectConfig
 from pipelines.crawl.local_crawl import crawl_local
 from pipelines.detect import classes as C
-from pipelines.kafka.metadata_codec import control_to_json_dict, iter_metadata_log, to_json_dict
+from pipelines.kafka.metadata_codec import control_to_json_dict, to_json_dict
+from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata import load_metadata
 from pipelines.plan.recheck import DirFacts, classify, live_copies

@@ -14,7 +14,8 @@ from mdrecords import broker, did, encode_log, encode_snapshot, feature, partiti
 
 from pipelines.cli.metadata_cmd import metadata
 from pipelines.cli.metadata_stream import write_show_json
-from pipelines.kafka.metadata_codec import control_to_json_dict, iter_metadata_log, to_json_dict
+from pipelines.kafka.metadata_codec import control_to_json_dict, to_json_dict
+from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.metadata.metadata_log_source import load_metadata
 from pipelines.metadata.summary import summarize
 
