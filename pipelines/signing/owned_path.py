@@ -67,7 +67,9 @@ def vet_path(path: str | Path, *, key: str, rule: str, trusted: frozenset[int]) 
         PolicyViolation: ``[rule]`` a node someone untrusted could change, or a link loop.
         ConfigError: the path does not exist or cannot be walked (``key`` names the setting in the message).
     """
-    given = os.path.abspath(os.fspath(path))
+    given = os.fspath(path)
+    if not os.path.isabs(given):
+        given = os.path.join(os.getcwd(), given)  # not abspath: ".." after a link must mean what the kernel makes of it
     try:
         return _walk(given, trusted, rule)
     except FileNotFoundError:

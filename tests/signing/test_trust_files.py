@@ -171,6 +171,18 @@ def test_a_link_chain_through_a_writable_directory_is_refused(tmp_path: Path) ->
     _refused(x / "first", f"{hop} is writable by others")
 
 
+def test_dot_dot_after_a_link_is_resolved_as_the_kernel_does(tmp_path: Path) -> None:
+    """``d/away/../allowed_signers`` with ``away`` a link into an open directory names the file THERE (the kernel
+    follows the link before ``..``), not ``d/allowed_signers``: the path is never shortened by hand."""
+    d = _trust_dir(tmp_path)
+    open_dir = tmp_path / "open"
+    (open_dir / "sub").mkdir(parents=True)
+    (open_dir / "allowed_signers").write_text("")
+    open_dir.chmod(0o777)
+    (d / "away").symlink_to(open_dir / "sub")
+    _refused(Path(f"{d}/away/../allowed_signers"), f"{open_dir} is writable by group and others")
+
+
 def test_a_link_loop_is_refused(tmp_path: Path) -> None:
     d = _trust_dir(tmp_path)
     (d / "a").symlink_to(d / "b")
