@@ -150,3 +150,12 @@ def test_prestart_prints_one_text_line_per_outcome_and_exits_0(tmp_path: Path) -
     assert len(lines) == 1 and lines[0].startswith("prestart: ") and "{'" not in lines[0], lines
     code, screen = on_terminal(["prestart", "--broker", "1", "--config", str(missing), "--json"], tmp_path)
     assert code == 0 and "error" in json.loads(screen)[0]
+
+
+def test_an_error_line_escapes_what_it_quotes(tmp_path: Path) -> None:
+    """``logdir-gc: error:`` lines quote paths and names: a hostile one is shown, never performed."""
+    missing = tmp_path / f"gone{ERASE_LINE}{RLO}.yaml"
+    code, screen = on_terminal(["plans", "list", "--config", str(missing)], tmp_path)
+    assert code == 4 and raw_controls(screen) == [], screen
+    assert screen.startswith("logdir-gc: error: ") and "gone\\x1b[2K\\u202e.yaml" in screen
+    assert len(screen.strip("\n").split("\n")) == 1
