@@ -87,3 +87,18 @@ def test_prestart_prints_text_lines_not_dict_reprs() -> None:
                      "plan plan-2: not started (time budget exhausted)",
                      "prestart: ConfigError: bad"]
     assert executor_text.prestart_lines([]) == ["prestart: nothing to apply"]
+
+
+def test_progress_lines_escape_names_and_mask_url_passwords() -> None:
+    import io
+
+    from pipelines.cli.progress import LineReporter, TerminalReporter
+
+    for reporter_type in (LineReporter, TerminalReporter):
+        stream = io.StringIO()
+        reporter = reporter_type(stream)
+        reporter.note("crawl of sftp://gc:Pw-Planted-1@h/data\x1b[2K failed\r")
+        reporter.step_finished("apply plan p\u202e1", 1, 1, 0.5, "1 quarantined\n")
+        text = stream.getvalue().replace("\r\x1b[K", "")  # the live reporter's own redraw code
+        assert "Pw-Planted-1" not in text and "sftp://gc:***@h/data\\x1b[2K failed\\x0d" in text
+        assert _hidden(text.replace("\n", "")) == [] and "p\\u202e1" in text and "quarantined\\x0a" in text
