@@ -260,6 +260,18 @@ def test_one_principal_signing_twice_counts_once(tmp_path: Path) -> None:
     assert "1 of 2" in _refused(w, "distinct_approvers")
 
 
+def test_one_principal_with_two_keys_counts_once(tmp_path: Path) -> None:
+    w = _registered(tmp_path)
+    w.config = w.config.model_copy(update={"policy": w.config.policy.model_copy(update={"approvals_required": 2})})
+    keys = keyring_of(w.config)
+    keys.key("reviewer-laptop")
+    keys.allow("reviewer", "reviewer-laptop")  # reviewer's second key
+    w.store.update("gc_plans", {"plan_id": "plan-1"}, {"status": "approved", "approvals": ["reviewer"]})
+    _store(w, _signed(w))
+    _store(w, _signed(w, key="reviewer-laptop", signed_at=NOW.replace(microsecond=0) + timedelta(seconds=1)))
+    assert "1 of 2" in _refused(w, "distinct_approvers")
+
+
 def test_one_key_listed_for_two_principals_counts_once(tmp_path: Path) -> None:
     w = _registered(tmp_path)
     w.config = w.config.model_copy(update={"policy": w.config.policy.model_copy(update={"approvals_required": 2})})
