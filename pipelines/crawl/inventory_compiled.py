@@ -186,10 +186,10 @@ def _read(path: str) -> object:
     """A small file the compiled lister could not read in one go: its bytes, or what the pyarrow writer records
     when it cannot be read (rare: the imports wait until then)."""
     from pipelines.crawl.inventory_parquet import enc
-    from pipelines.kafka.listing import read_regular_file
+    from pipelines.kafka.bounded_read import kind_of, read_regular_file
 
     try:
-        return read_regular_file(path)
+        return read_regular_file(path, kind_of(path))  # above its kind's limit: refused unread
     except OSError as exc:
         return type(exc).__name__, enc(str(exc.strerror or exc))
 

@@ -245,7 +245,7 @@ def parse_inventory(lines: IO[str]) -> InventoryFile:
             continue
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: a line nested too deep
             raise DecodeError(f"inventory line {line_no}: {exc}", line_no) from None
         t = record.get("t") if isinstance(record, dict) else None
         if t == "log_dir":

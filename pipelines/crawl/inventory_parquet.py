@@ -253,7 +253,7 @@ def header_of(table: pa.Table) -> dict[str, Any]:
         raise DecodeError("not a logdir-gc-inventory file: Parquet without the inventory header", 0)
     try:
         header = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise DecodeError(f"inventory header: {exc}", 0) from None
     if not isinstance(header, dict):
         raise DecodeError("inventory header: not an object", 0)

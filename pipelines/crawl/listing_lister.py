@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 
 from pipelines.crawl.listing import Listing
+from pipelines.kafka import bounded_read
 from pipelines.kafka.dir_summary import DirSummary
 from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.listing import FileEntry
@@ -75,15 +76,17 @@ class ListingLister:
         name: ``list_dir`` refuses those, and the scan takes their summaries instead."""
         return self.listing.summaries if self._rel(path) == "" else {}
 
-    def read_bytes(self, path: str) -> bytes:
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
         rel = self._rel(path)
         try:
-            return self._read_rel(rel, path)
+            return self._read_rel(rel, path, bounded_read.DEFAULT_LIMIT if limit is None else limit)
         except OSError as exc:
             self.failed_reads.setdefault(rel, exc)
             raise
 
-    def _read_rel(self, rel: str, full: str) -> bytes:
+    def _read_rel(self, rel: str, full: str, limit: int) -> bytes:
+        """The prefetched or read content; a file listed, prefetched or read larger than ``limit`` is refused before
+        the reader is asked for it when the listing says so (``FileTooLarge``)."""
         listing = self.listing
         entry = listing.entries.get(rel)
         if entry is None:
@@ -93,13 +96,17 @@ class ListingLister:
         if entry.kind != "file":
             raise OSError(errno.EINVAL, "not a regular file (FIFO, socket, device or broken link)", full)
         data = listing.contents.get(rel)
-        if data is not None:
-            return data
-        if rel in listing.read_errors:
-            raise listing.read_errors[rel]
-        if listing.reader is None:
-            raise FileNotFoundError(errno.ENOENT, "content was not prefetched", full)
-        return listing.reader(full)
+        if data is None:
+            if rel in listing.read_errors:
+                raise listing.read_errors[rel]
+            if listing.reader is None:
+                raise FileNotFoundError(errno.ENOENT, "content was not prefetched", full)
+            if entry.size > limit:
+                raise bounded_read.FileTooLarge(full, limit, "file")
+            data = listing.reader(full)
+        if len(data) > limit:
+            raise bounded_read.FileTooLarge(full, limit, "file")
+        return data
 
     def dir_mtime_ns(self, path: str) -> int | None:
         """None for the root (a listing holds its entries' times, not the root's own)."""

@@ -32,7 +32,7 @@ class AbsenceLog:
             return {Uuid.from_string(k): int(v) for k, v in data.items()}
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError, TypeError, AttributeError, DecodeError) as exc:
+        except (OSError, ValueError, TypeError, AttributeError, DecodeError, RecursionError) as exc:
             self.problems.append(f"{self.path} unreadable, treated as empty (it can only delay items): {exc}")
             return {}
 

@@ -80,7 +80,7 @@ class Journal:
         for number, raw in enumerate(data.split(b"\n")[:-1], 1):  # the text after the last newline is a torn tail
             try:
                 yield JournalRecord(**json.loads(raw))
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: a line nested too deep
                 self.problems.append(f"{self.path} line {number}: damaged record skipped ({exc})")
 
     def last_by_item(self, plan_id: str) -> dict[str, list[JournalRecord]]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.bounded_read import clip
 from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.javatext import parse_java_integer, read_lines, split_whitespace
 
@@ -123,7 +124,7 @@ def _read(
     try:
         version = parse_java_integer(lines[0])
     except ValueError:
-        raise MalformedCheckpointLine(f"version line is not an int: {lines[0]!r}", 1) from None
+        raise MalformedCheckpointLine(f"version line is not an int: {clip(lines[0])}", 1) from None
     if version != expected_version:
         raise CheckpointVersionMismatch(version, expected_version)
     if len(lines) == 1:
@@ -131,18 +132,18 @@ def _read(
     try:
         declared = parse_java_integer(lines[1])
     except ValueError:
-        raise MalformedCheckpointLine(f"count line is not an int: {lines[1]!r}", 2) from None
+        raise MalformedCheckpointLine(f"count line is not an int: {clip(lines[1])}", 2) from None
     if declared < 0:  # ArrayList(negative) throws in Kafka
         raise MalformedCheckpointLine(f"negative entry count {declared}", 2)
     entries: list[T] = []
     for line_no, line in enumerate(lines[2:], start=3):
         tokens = split_whitespace(line)
         if len(tokens) != tokens_per_entry:
-            raise MalformedCheckpointLine(f"expected {tokens_per_entry} fields: {line!r}", line_no)
+            raise MalformedCheckpointLine(f"expected {tokens_per_entry} fields: {clip(line)}", line_no)
         try:
             entries.append(make(tokens))
         except ValueError as exc:
-            raise MalformedCheckpointLine(f"bad number in {line!r}: {exc}", line_no) from None
+            raise MalformedCheckpointLine(f"bad number in {clip(line)}: {exc}", line_no) from None
     if len(entries) != declared:
         raise CheckpointCountMismatch(declared, len(entries))
     return Checkpoint(version, declared, tuple(entries))

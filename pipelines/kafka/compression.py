@@ -34,9 +34,10 @@ from pipelines.errors import DecodeError
 
 __all__ = ["DEFAULT_MAX_DECOMPRESSED", "ZSTD_MAX_WINDOW", "Compression", "compress", "decompress"]
 
-DEFAULT_MAX_DECOMPRESSED = 256 * 1024 * 1024
-"""Bytes one batch may decompress to; more is a :class:`DecodeError` (Kafka's metadata batches are at most 8 MiB
-compressed)."""
+DEFAULT_MAX_DECOMPRESSED = 64 * 1024 * 1024
+"""Bytes one batch may decompress to; more is a :class:`DecodeError`. Eight times KRaft's largest batch
+(``MAX_BATCH_SIZE_BYTES``, 8 MiB), which Kafka itself writes uncompressed: a compressed metadata batch expanding
+further is hostile, and the cap keeps a broker-host command within its memory (issue 27; it was 256 MiB)."""
 
 ZSTD_MAX_WINDOW = 1 << 27
 """Largest zstd window accepted: zstd's own default limit (``ZSTD_WINDOWLOG_LIMIT_DEFAULT``), which zstd-jni and so

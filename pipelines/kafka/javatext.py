@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from pipelines.kafka.bounded_read import clip
+
 JAVA_WS = " \t\n\x0b\f\r"
 """The characters of Java regex ``\\s`` (without ``UNICODE_CHARACTER_CLASS``)."""
 
@@ -57,18 +59,18 @@ def parse_java_integer(text: str, *, bits: int = 32) -> int:
     sign, start = 1, 0
     if text[0] in "+-":
         if len(text) == 1:
-            raise ValueError(f"lone sign: {text!r}")
+            raise ValueError(f"lone sign: {clip(text)}")
         sign, start = (-1 if text[0] == "-" else 1), 1
     value = 0
     for ch in text[start:]:
         d = _digit(ch)
         if d < 0:
-            raise ValueError(f"not a decimal digit {ch!r} in {text!r}")
+            raise ValueError(f"not a decimal digit {clip(ch)} in {clip(text)}")
         value = value * 10 + d
     value *= sign
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if not lo <= value <= hi:
-        raise ValueError(f"out of range for a {bits}-bit integer: {text!r}")
+        raise ValueError(f"out of range for a {bits}-bit integer: {clip(text)}")
     return value
 
 

@@ -11,7 +11,6 @@ backend has it; float seconds never rounded up into the next second).
 from __future__ import annotations
 
 import contextlib
-import errno
 import math
 import os
 import posixpath
@@ -20,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
+
+from pipelines.kafka import bounded_read
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,33 +41,21 @@ class Lister(Protocol):
 
     def list_dir(self, path: str) -> list[FileEntry]: ...
 
-    def read_bytes(self, path: str) -> bytes: ...
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        """The file's bytes; more than ``limit`` (default :data:`bounded_read.DEFAULT_LIMIT`) is ``FileTooLarge``."""
+        ...
 
     def dir_mtime_ns(self, path: str) -> int | None: ...
 
 
-def read_regular_file(path: str) -> bytes:
-    """The whole content of a regular file. Anything else raises ``OSError`` without blocking.
+def read_regular_file(path: str, limit: int | None = None, kind: str | None = None) -> bytes:
+    """The whole content of a regular file of at most ``limit`` bytes (default: the limit for ``kind``, by default
+    the kind the file's name tells: :mod:`pipelines.kafka.bounded_read`).
 
-    Opened with ``O_NONBLOCK`` and checked with ``fstat`` before reading: a FIFO named ``partition.metadata``
-    would otherwise block ``open`` until a writer appears (forever, on a broker host).
+    Anything else raises ``OSError`` without blocking (a FIFO, a socket, a device), or before reading a byte
+    (``FileTooLarge``, ``EFBIG``: an 8 GiB sparse file costs nothing).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode):
-            if stat_mod.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-            raise OSError(errno.EINVAL, "not a regular file (FIFO, socket or device)", path)
-        first = os.read(fd, st.st_size + 1)
-        if len(first) <= st.st_size:  # a short read of a regular file is its end: one read() in the common case
-            return first
-        chunks = [first]  # it grew since the fstat
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return bounded_read.read_regular_file(path, kind, limit)
 
 
 class LocalLister:
@@ -93,8 +82,8 @@ class LocalLister:
                 out.append(FileEntry(e.name, 0 if is_dir else st.st_size, st.st_mtime_ns, is_dir, is_link))
         return out
 
-    def read_bytes(self, path: str) -> bytes:
-        return read_regular_file(path)
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        return read_regular_file(path, limit)
 
     def dir_mtime_ns(self, path: str) -> int | None:
         return os.stat(path).st_mtime_ns
@@ -170,13 +159,16 @@ class FsspecLister:
             out.append(FileEntry(name, size, _mtime_ns(info), is_dir, bool(info.get("islink", False))))
         return out
 
-    def read_bytes(self, path: str) -> bytes:
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        cap = bounded_read.DEFAULT_LIMIT if limit is None else limit
         try:
-            data = self.fs.cat_file(path)
+            data = self.fs.cat_file(path, start=0, end=cap + 1)  # one byte past the limit tells it was passed
         except OSError:
             raise
         except Exception as exc:
             raise OSError(f"cannot read {path}: {exc}") from exc
+        if len(data) > cap:
+            raise bounded_read.FileTooLarge(path, cap, "file")
         return bytes(data)
 
     def dir_mtime_ns(self, path: str) -> int | None:

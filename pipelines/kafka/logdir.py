@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pipelines.kafka.bounded_read import FileTooLarge, limit_for
 from pipelines.kafka.checkpoints import (
     LEADER_EPOCH,
     LOG_START_OFFSET,
@@ -169,11 +170,21 @@ def _ms(ns: int | None) -> int | None:
 
 
 def _read(lister: Lister, path: str, problems: list[Problem], what: str) -> bytes | None:
+    """The file's bytes, or None with an ``{what}_unreadable`` problem (also when it is above the limit for
+    ``what``: :mod:`pipelines.kafka.bounded_read`; it is then never read whole)."""
+    limit = limit_for(what)
     try:
-        return lister.read_bytes(path)
+        return lister.read_bytes(path, limit)
+    except FileTooLarge:
+        problems.append(_too_large(what, limit, path))
+        return None
     except OSError as exc:
         problems.append(Problem("error", f"{what}_unreadable", f"{type(exc).__name__}: {exc}", path))
         return None
+
+
+def _too_large(what: str, limit: int, path: str) -> Problem:
+    return Problem("error", f"{what}_unreadable", f"FileTooLarge: larger than the {limit}-byte limit for {what}", path)
 
 
 def _summary(
@@ -190,7 +201,12 @@ def _read_small(lister: Lister, path: str, contents: Mapping[str, bytes], name: 
                 what: str) -> bytes | None:  # fmt: skip
     """File ``name`` of partition dir ``path``: as the lister read it while listing (``contents``), else now."""
     data = contents.get(name)
-    return data if data is not None else _read(lister, lister.join(path, name), problems, what)
+    if data is None:
+        return _read(lister, lister.join(path, name), problems, what)
+    if len(data) > limit_for(what):
+        problems.append(_too_large(what, limit_for(what), lister.join(path, name)))
+        return None
+    return data
 
 
 def _scan_partition_dir(

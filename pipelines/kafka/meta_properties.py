@@ -21,6 +21,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.bounded_read import clip, shorten
 from pipelines.kafka.java_properties import MalformedProperties, load_properties, store_properties
 from pipelines.kafka.javatext import parse_java_integer
 from pipelines.kafka.problems import Problem
@@ -55,7 +56,7 @@ def _int(props: Mapping[str, str], key: str, problems: list[Problem]) -> int | N
     try:
         return parse_java_integer(text)
     except ValueError:
-        problems.append(Problem("error", "meta_properties_bad_int", f"{key}={text!r} is not a base-10 int"))
+        problems.append(Problem("error", "meta_properties_bad_int", f"{key}={clip(text)} is not a base-10 int"))
         return None
 
 
@@ -73,7 +74,7 @@ def parse_meta_properties(props: Mapping[str, str]) -> MetaProperties:
             version = None
         if version not in (0, 1):
             problems.append(
-                Problem("error", "meta_properties_bad_version", f"version={props[VERSION]!r} (Kafka knows 0 and 1)")
+                Problem("error", "meta_properties_bad_version", f"version={clip(props[VERSION])} (Kafka knows 0 and 1)")
             )
     node_key = NODE_ID if version == 1 else BROKER_ID
     node_id = _int(props, node_key, problems)
@@ -95,7 +96,7 @@ def parse_meta_properties(props: Mapping[str, str]) -> MetaProperties:
                 Problem(
                     "warning",
                     "meta_properties_cluster_id_not_uuid",
-                    f"cluster.id {cluster_id!r} is not a 22-char base64url Uuid (Kafka does not check this)",
+                    f"cluster.id {clip(cluster_id)} is not a 22-char base64url Uuid (Kafka does not check this)",
                 )
             )
     directory_id: Uuid | None = None
@@ -113,7 +114,7 @@ def parse_meta_properties(props: Mapping[str, str]) -> MetaProperties:
                 )
     unknown = sorted(set(props) - KNOWN_KEYS)
     if unknown:
-        problems.append(Problem("info", "meta_properties_unknown_keys", f"unknown keys: {', '.join(unknown)}"))
+        problems.append(Problem("info", "meta_properties_unknown_keys", f"unknown keys: {shorten(', '.join(unknown))}"))
     return MetaProperties(version, cluster_id, node_id, directory_id, MappingProxyType(dict(props)), tuple(problems))
 
 

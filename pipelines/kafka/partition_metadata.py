@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.bounded_read import clip
 from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.javatext import parse_java_integer, read_lines
 from pipelines.kafka.problems import Problem
@@ -70,18 +71,18 @@ _new_partition_metadata = fast_constructor(PartitionMetadata)
 
 def _split(line: str | None, key: str, line_no: int, strict: bool, problems: list[Problem]) -> str:
     if line is None:
-        raise MalformedPartitionMetadataLine(f"missing line {line_no} ({key!r})", line_no)
+        raise MalformedPartitionMetadataLine(f"missing line {line_no} ({clip(key)})", line_no)
     parts = _SEPARATOR.split(line, maxsplit=1)
     if len(parts) != 2:
-        raise MalformedPartitionMetadataLine(f"line {line_no} has no ': ' separator: {line!r}", line_no)
+        raise MalformedPartitionMetadataLine(f"line {line_no} has no ': ' separator: {clip(line)}", line_no)
     if parts[0] != key:
         if strict:
-            raise MalformedPartitionMetadataLine(f"line {line_no} key is {parts[0]!r}, expected {key!r}", line_no)
+            raise MalformedPartitionMetadataLine(f"line {line_no} key is {clip(parts[0])}, expected {key!r}", line_no)
         problems.append(
             Problem(
                 "error",
                 "partition_metadata_noncanonical_key",
-                f"line {line_no} key is {parts[0]!r}, not {key!r}; Kafka 4.x rejects this file as malformed",
+                f"line {line_no} key is {clip(parts[0])}, not {clip(key)}; Kafka 4.x rejects this file as malformed",
             )
         )
     return parts[1]
@@ -127,14 +128,14 @@ def read_partition_metadata(data: bytes | str, *, strict: bool = False) -> Parti
     try:
         version = parse_java_integer(version_text)
     except ValueError:
-        raise MalformedPartitionMetadataLine(f"version {version_text!r} is not an int", 1) from None
+        raise MalformedPartitionMetadataLine(f"version {clip(version_text)} is not an int", 1) from None
     if version < CURRENT_VERSION:
         raise MalformedPartitionMetadataLine(f"unrecognized version {version}", 1)
     id_text = _split(lines[1] if len(lines) > 1 else None, "topic_id", 2, strict, problems)
     try:
         topic_id = Uuid.from_string(id_text)
     except DecodeError as exc:
-        raise InvalidTopicId(f"topic_id {id_text!r} is not a Kafka Uuid: {exc}", 2) from None
+        raise InvalidTopicId(f"topic_id {clip(id_text)} is not a Kafka Uuid: {exc}", 2) from None
     if topic_id == ZERO:
         raise ZeroTopicId("topic_id is the all-zero Uuid", 2)
     if len(lines) > 2:

@@ -8,11 +8,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.bounded_read import clip, loads_json
 from pipelines.kafka.checkpoints import ROOT_CHECKPOINTS
 from pipelines.kafka.problems import Problem
 from pipelines.kafka.uuid import Uuid
@@ -40,8 +40,8 @@ def read_clean_shutdown(data: bytes) -> CleanShutdown:
     if not data.strip():
         return CleanShutdown(None, None)
     try:
-        obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        obj = loads_json(data.decode("utf-8"), CLEAN_SHUTDOWN)
+    except (UnicodeDecodeError, ValueError, DecodeError):
         return CleanShutdown(None, None, (Problem("warning", "clean_shutdown_unparseable", "not JSON; no epoch"),))
     if not isinstance(obj, dict):
         return CleanShutdown(None, None, (Problem("warning", "clean_shutdown_unparseable", "not a JSON object"),))
@@ -73,7 +73,7 @@ def _opt_int(obj: dict[str, Any], key: str, default: int | None) -> int | None:
     value = obj.get(key, default)
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
-    raise MalformedQuorumState(f"{key} is not an integer: {value!r}")
+    raise MalformedQuorumState(f"{key} is not an integer: {clip(value)}")
 
 
 def _int(obj: dict[str, Any], key: str) -> int:
@@ -89,21 +89,23 @@ def read_quorum_state(data: bytes) -> QuorumState:
         MalformedQuorumState: see the class.
     """
     try:
-        obj = json.loads(data.decode("utf-8"))
+        obj = loads_json(data.decode("utf-8"), QUORUM_STATE)
+    except DecodeError as exc:
+        raise MalformedQuorumState(str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise MalformedQuorumState(f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise MalformedQuorumState("not a JSON object")
     version = obj.get("data_version")
     if not isinstance(version, int) or isinstance(version, bool) or version not in (0, 1):
-        raise MalformedQuorumState(f"data_version must be 0 or 1, got {version!r}")
+        raise MalformedQuorumState(f"data_version must be 0 or 1, got {clip(version)}")
     voters = obj.get("currentVoters")
     current: tuple[int, ...] | None = None
     if isinstance(voters, list):
         try:
             current = tuple(int(v["voterId"]) for v in voters)
         except (TypeError, KeyError, ValueError):
-            raise MalformedQuorumState(f"bad currentVoters: {voters!r}") from None
+            raise MalformedQuorumState(f"bad currentVoters: {clip(voters)}") from None
     voted_dir: Uuid | None = None
     if isinstance(obj.get("votedDirectoryId"), str):
         try:

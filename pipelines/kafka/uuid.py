@@ -12,6 +12,7 @@ import binascii
 from operator import itemgetter
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.bounded_read import clip
 
 _B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 _MASK64 = (1 << 64) - 1
@@ -64,16 +65,18 @@ class Uuid(tuple):
                 exactly 16 bytes once decoded. A dashed 36-character UUID is rejected like Kafka does.
         """
         if len(text) > 24:
-            raise DecodeError(f"Uuid string too long ({len(text)} chars; dashed UUIDs are not Kafka's form): {text!r}")
+            raise DecodeError(
+                f"Uuid string too long ({len(text)} chars; dashed UUIDs are not Kafka's form): {clip(text)}"
+            )
         body = text[:-2] if len(text) == 24 and text.endswith("==") else text
         if len(body) != 22 or not set(body) <= _B64_ALPHABET:
-            raise DecodeError(f"not a 22-character base64url Uuid: {text!r}")
+            raise DecodeError(f"not a 22-character base64url Uuid: {clip(text)}")
         try:
             raw = base64.urlsafe_b64decode(body + "==")
         except (binascii.Error, ValueError) as exc:  # pragma: no cover - alphabet checked above
-            raise DecodeError(f"not a base64url Uuid: {text!r}") from exc
+            raise DecodeError(f"not a base64url Uuid: {clip(text)}") from exc
         if len(raw) != 16:
-            raise DecodeError(f"Uuid string does not decode to 16 bytes: {text!r}")
+            raise DecodeError(f"Uuid string does not decode to 16 bytes: {clip(text)}")
         return cls.from_bytes(raw)
 
     @classmethod
@@ -90,11 +93,11 @@ class Uuid(tuple):
         """Parse 32 hex digits, with or without the dashes of the canonical UUID layout."""
         digits = text.replace("-", "")
         if len(digits) != 32:
-            raise DecodeError(f"not a 32-hex-digit UUID: {text!r}")
+            raise DecodeError(f"not a 32-hex-digit UUID: {clip(text)}")
         try:
             return cls.from_bytes(bytes.fromhex(digits))
         except ValueError as exc:
-            raise DecodeError(f"not a hex UUID: {text!r}") from exc
+            raise DecodeError(f"not a hex UUID: {clip(text)}") from exc
 
     # -- forms --------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.bounded_read import FileTooLarge, limit_for
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata.image import TOPIC_RESOURCE, MetadataImage, MetadataProvenance
 from pipelines.metadata.image_delta import MetadataDelta
@@ -96,7 +97,10 @@ class TopicsDescribeSource(ControllerSource):
         import fsspec
 
         assert self.config.source is not None
+        limit = limit_for("metadata_dump")
         with fsspec.open(self.config.source, "rt", encoding="utf-8", **self.config.storage_options) as f:
-            text = f.read()
+            text = f.read(limit + 1)
+        if len(text) > limit:
+            raise FileTooLarge(self.config.source, limit, "metadata_dump")
         image, problems = parse_topics_describe(text, complete=True)
         return ControllerView(image, (), self.config.source, problems)

@@ -33,6 +33,7 @@ from typing import Any
 
 from pipelines.config.models import MetadataConfig
 from pipelines.errors import ConfigError, DecodeError, SourceUnavailable
+from pipelines.kafka.bounded_read import FileTooLarge, limit_for
 
 DUMP_FORMAT = "kafka-logdir-gc/zookeeper-dump"
 DUMP_VERSION = 1
@@ -72,7 +73,7 @@ class Znode:
             raise DecodeError(f"{self.path}: no data")
         try:
             return json.loads(self.data)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise DecodeError(f"{self.path}: not JSON ({exc})") from None
 
     def to_dump(self) -> dict[str, Any]:
@@ -139,7 +140,7 @@ class ZnodeSnapshot:
         """Parse a dump. Raises DecodeError with a one-line reason."""
         try:
             doc = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise DecodeError(f"{name}: not JSON ({exc})") from None
         if not isinstance(doc, dict) or doc.get("format") != DUMP_FORMAT:
             raise DecodeError(f"{name}: not a ZooKeeper dump (format is not {DUMP_FORMAT!r})")
@@ -160,8 +161,11 @@ def load_dump(url: str, storage_options: Mapping[str, Any] | None = None) -> Zno
     """A dump file (path or fsspec URL). Raises FileNotFoundError / OSError, DecodeError."""
     import fsspec
 
+    limit = limit_for("metadata_dump")
     with fsspec.open(url, "rb", **dict(storage_options or {})) as f:
-        data = f.read()
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(url, limit, "metadata_dump")
     return ZnodeSnapshot.from_json(data, name=url)
 
 

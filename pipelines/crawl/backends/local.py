@@ -23,13 +23,19 @@ from pipelines.crawl.listing import (
     Listing,
     ListingError,
 )
+from pipelines.kafka.bounded_read import kind_of, read_regular_file
 from pipelines.kafka.dir_summary import SEGMENT_TAIL_CODES, DirSummary
 from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.fingerprint import fingerprint_of_text
-from pipelines.kafka.listing import FileEntry, read_regular_file
+from pipelines.kafka.listing import FileEntry
 from pipelines.native import load
 
 SCHEMES: tuple[str, ...] = ("", "file", "local")
+
+
+def _read_bounded(path: str) -> bytes:
+    """A file the listing did not read, refused unread above the limit for its name's kind."""
+    return read_regular_file(path, kind_of(path))
 
 _native = load("pipelines.crawl._native_dirscan")
 _KINDS = ("file", "directory", "other")  # the compiled lister's kind codes
@@ -173,7 +179,7 @@ def list_log_dir(
         OSError: the log dir itself cannot be listed (the caller turns it into one crawl error).
     """
     root = local_path(url)
-    listing = Listing(root=root, reader=read_regular_file)
+    listing = Listing(root=root, reader=_read_bounded)
     summarize = summarize and _native is not None
     top = _native_root(listing, root) if summarize else None
     if top is None:
