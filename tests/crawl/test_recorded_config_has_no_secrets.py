@@ -87,3 +87,14 @@ def test_redaction_at_any_depth_and_in_any_url() -> None:
     assert {NESTED, PASSWORD, KEY, LISTED, URL, HOSTLESS} <= found and "gc" not in found
     assert redact_text(f"login as gc with {PASSWORD} to sftp://gc:{URL}@h failed", found) == \
         "login as gc with *** to sftp://gc:***@h failed"
+
+
+def test_the_sftp_settings_error_never_quotes_a_password() -> None:
+    import pytest
+
+    from pipelines.crawl.backends.ssh_options import ssh_target
+    from pipelines.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        ssh_target(f"sftp://gc:{HOSTLESS}@/data")
+    assert HOSTLESS not in str(info.value) and "sftp://gc:***@/data" in str(info.value)

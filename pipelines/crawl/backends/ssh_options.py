@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pipelines.errors import ConfigError
+from pipelines.redaction import redact_text
 
 _KNOWN = frozenset({"host", "port", "username", "password", "key_filename", "client_keys", "known_hosts", "timeout"})
 
@@ -67,7 +68,7 @@ def ssh_target(url: str, storage_options: Mapping[str, Any] | None = None) -> Ss
     parts = urlsplit(url)
     host = opts.get("host") or parts.hostname
     if not host:
-        raise ConfigError(f"no host in {url!r} and no storage_options.host")
+        raise ConfigError(f"no host in {redact_text(url)!r} and no storage_options.host")
     keys = opts.get("key_filename", opts.get("client_keys")) or ()
     if isinstance(keys, str):
         keys = (keys,)
