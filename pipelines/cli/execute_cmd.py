@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from pipelines.cli import executor_text as text
-from pipelines.cli.executor_hooks import action_counts, applied, record, step
+from pipelines.cli.executor_hooks import action_counts, applied, record, refusals_recorded, step
 from pipelines.cli.exit_codes import FAILED, PRECONDITION
 from pipelines.cli.host_config import load_host_app
 from pipelines.cli.workflow_options import emit, open_store, workflow_options
@@ -92,7 +92,9 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
     app = load_host_app(config_path, warehouse)
     vet_named_files(app, [broker], controller=True)
     executed = _execute(dry_run, execute)
-    if _nothing_for(app, plan_id, broker, plan_file):
+    with refusals_recorded(app, broker, executed):  # an unknown plan is a refusal, counted as before
+        nothing = _nothing_for(app, plan_id, broker, plan_file)
+    if nothing:
         document, line = _nothing_said(plan_id, broker, executed=executed, items=[])
         emit(as_json, document, line)
         return

@@ -42,16 +42,25 @@ def record(update: Callable[..., Any], *args: Any) -> None:
         click.echo(f"logdir-gc: warning: metrics textfile not written: {exc}", err=True)
 
 
-def applied(app: AppConfig, broker: int, executed: bool, run: Callable[[], ApplyReport]) -> ApplyReport:
-    """``run()`` (an ``apply_plan`` call), its outcome or refusal recorded in the executor's textfile."""
+@contextmanager
+def refusals_recorded(app: AppConfig, broker: int, executed: bool) -> Iterator[None]:
+    """A refusal raised inside the block is counted in the executor's textfile (executed runs only)."""
     from pipelines.metrics import executor_metrics as em
 
     try:
-        report = run()
+        yield
     except PipelinesError as exc:
         if executed:
             record(em.record_refusal, app, broker, em.refusal_reason(exc))
         raise
+
+
+def applied(app: AppConfig, broker: int, executed: bool, run: Callable[[], ApplyReport]) -> ApplyReport:
+    """``run()`` (an ``apply_plan`` call), its outcome or refusal recorded in the executor's textfile."""
+    from pipelines.metrics import executor_metrics as em
+
+    with refusals_recorded(app, broker, executed):
+        report = run()
     if report.executed:
         record(em.record_apply, app, broker, [(i.action, i.bytes) for i in report.items])
     return report
