@@ -124,7 +124,7 @@ def vet_broker_dirs(config: AppConfig, broker_ids: Iterable[int]) -> None:
 
 def _existing(path: Path) -> Path:
     """``path`` or its nearest existing ancestor (what decides who can create it)."""
-    path = Path(os.path.abspath(path))
+    path = Path.cwd() / path  # an absolute path stays as it is; never shortened by hand (see owned_path)
     while not os.path.lexists(path) and path != path.parent:
         path = path.parent
     return path

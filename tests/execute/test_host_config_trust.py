@@ -26,6 +26,9 @@ from ssh_keys import Keyring, require_openssh
 
 from pipelines.cli import exit_codes
 from pipelines.cli.main import main
+from pipelines.config.models import AppConfig
+from pipelines.errors import PolicyViolation
+from pipelines.execute.host_files import vet_metadata_source
 from pipelines.tables.rust_engine import RustTableStore
 
 OTHER_UID = 4242
@@ -252,3 +255,28 @@ def test_another_users_config_with_their_metadata_copy_and_trust_file_moves_noth
     code, out, _ = run(capsys, "prestart", "--broker", "1", "--config", str(cfg), "--json")
     assert code == 0 and "[host_config_permissions]" in json.loads(out)[0]["error"]
     assert live.is_dir() and tree_digest(w.log_dir) == before
+
+
+def _zookeeper_config(tmp_path: Path, **metadata) -> AppConfig:
+    return AppConfig.model_validate({"cluster": "c1", "warehouse": str(tmp_path / "warehouse"),
+                                     "metadata": {"kind": "zookeeper", **metadata}})
+
+
+def test_a_zookeeper_dump_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    dump = tmp_path / "zk-dump.json"
+    dump.write_text("{}")
+    config = _zookeeper_config(tmp_path, source=str(dump))
+    vet_metadata_source(config)
+    os.chown(dump, OTHER_UID, -1)
+    with pytest.raises(PolicyViolation, match=rf"^\[metadata_source_permissions\] {dump} is owned by uid {OTHER_UID}"):
+        vet_metadata_source(config)
+
+
+def test_the_zookeeper_ca_file_decides_which_ensemble_is_believed_and_is_vetted(tmp_path: Path) -> None:
+    ca = tmp_path / "zk-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    config = _zookeeper_config(tmp_path, zookeeper_connect="zk1:2181", zookeeper_tls={"ca_file": str(ca)})
+    vet_metadata_source(config)  # a live ensemble is not a file: only the CA file is judged
+    ca.chmod(0o666)
+    with pytest.raises(PolicyViolation, match=r"^\[metadata_source_permissions\] .* writable by group and others"):
+        vet_metadata_source(config)
