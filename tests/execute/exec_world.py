@@ -166,9 +166,9 @@ def approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by: str =
 
 
 def force_approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by: str = "reviewer") -> None:
-    """What someone holding ONE approver key and the author's key (``created_by``'s, e.g. the plan job's) who can
-    also write the warehouse can do: sign any plan (no approval policy runs on their machine) and write the rows that
-    say it is approved. The executor's own checks are all that stand between such a plan and the disk."""
+    """What someone holding ONE approver key and an author's key (``detector``'s, e.g. the plan job's) who can also
+    write the warehouse can do: sign any plan (no approval policy runs on their machine) and write the rows that say
+    it is approved. The executor's own checks are all that stand between such a plan and the disk."""
     from pipelines.signing.records import store_signature
     from pipelines.signing.signer import sign
     from pipelines.signing.workflow import statement_for
@@ -178,8 +178,8 @@ def force_approve(store: RustTableStore, plan: GcPlan, config: AppConfig, *, by:
     store.update("gc_plans", {"plan_id": plan.plan_id}, {"status": "approved", "approvals": [by]})
     approval.append_audit(store, plan.plan_id, now, by, "approve", "proposed", "approved", "", plan.content_hash)
     if config.executor.require_signatures:
-        author = statement_for(plan, "propose", plan.created_by, config.policy, now=now)
-        store_signature(store, plan.plan_id, now, sign(author, key=keyring_of(config).key(plan.created_by)))
+        author = statement_for(plan, "propose", "detector", config.policy, now=now)
+        store_signature(store, plan.plan_id, now, sign(author, key=keyring_of(config).key("detector")))
         statement = statement_for(plan, "approve", by, config.policy, now=now)
         store_signature(store, plan.plan_id, now, sign(statement, key=keyring_of(config).key(by)))
 
