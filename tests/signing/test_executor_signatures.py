@@ -251,6 +251,16 @@ def test_whoever_signed_the_proposal_is_an_author_by_name_and_by_key(tmp_path: P
     _refused(w, "approver_differs_from_author")
 
 
+def test_the_authors_name_never_counts_with_another_key(tmp_path: Path) -> None:
+    w = _registered(tmp_path)  # detector proposed, with detector's key
+    keys = keyring_of(w.config)
+    keys.key("detector-laptop")
+    keys.allow("detector", "detector-laptop")  # a second key of the author's principal
+    w.store.update("gc_plans", {"plan_id": "plan-1"}, {"status": "approved", "approvals": ["detector"]})
+    _store(w, _signed(w, by="detector", key="detector-laptop"))
+    _refused(w, "approver_differs_from_author")
+
+
 def test_one_principal_signing_twice_counts_once(tmp_path: Path) -> None:
     w = _registered(tmp_path)
     w.config = w.config.model_copy(update={"policy": w.config.policy.model_copy(update={"approvals_required": 2})})
