@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipelines import errors
+from pipelines.kafka.bounded_read import FileTooLarge
 
 OK = 0
 USAGE = 2  # click's own code for a bad command line
@@ -32,6 +33,7 @@ FAMILY_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (errors.StorageUnavailable, UNAVAILABLE),
     (errors.SparkStartFailed, SPARK_START),
     (errors.PipelinesError, FAILED),
+    (FileTooLarge, UNREADABLE),  # a file above its kind's size limit (bounded_read.LIMITS): refused unread
     (FileNotFoundError, UNREADABLE),
     (PermissionError, UNREADABLE),
     (NotADirectoryError, UNREADABLE),

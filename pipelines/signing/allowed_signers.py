@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipelines.kafka.bounded_read import read_regular_file
 from pipelines.signing.ssh_key import PublicKey, parse_key_blob
 
 _KEY_TYPE = re.compile(r"(ssh-|ecdsa-|sk-|rsa-)[A-Za-z0-9@._-]+")
@@ -119,7 +120,8 @@ def _options(text: str) -> dict[str, str]:
 def read_signer_lines(path: Path) -> list[SignerLine]:
     """Every line that parses; comments, blanks and malformed lines are skipped (as ssh-keygen skips them)."""
     out: list[SignerLine] = []
-    for no, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    text = read_regular_file(str(path), kind="trust").decode("utf-8", errors="replace")  # bounded, never a FIFO
+    for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -151,14 +151,14 @@ def _keygen_reads_every_key(path: Path, keys: dict[int, str], rule: str, ssh_key
 def check_allowed_signers(path: Path, ssh_keygen: str) -> None:
     """PolicyViolation ``[allowed_signers_invalid]`` unless every line of ``path`` is one ssh-keygen reads."""
     rule = "allowed_signers_invalid"
-    data = read_regular_file(str(path))
+    data = read_regular_file(str(path), kind="trust")  # above the trust-file limit: FileTooLarge, unread
     _check_lines(path, _text(path, data, rule), rule, ssh_keygen, _signer_key)
 
 
 def check_revoked_keys(path: Path, ssh_keygen: str) -> None:
     """PolicyViolation ``[revoked_keys_invalid]`` unless ``path`` is a KRL or a key list ssh-keygen reads whole."""
     rule = "revoked_keys_invalid"
-    data = read_regular_file(str(path))
+    data = read_regular_file(str(path), kind="trust")
     if data.startswith(KRL_MAGIC):
         done = run(ssh_keygen, ["-Q", "-l", "-f", str(path)])
         if done.returncode != 0:
