@@ -329,14 +329,15 @@ SIGNING_MUTATIONS = [
     Mutation("another namespace accepted", S + "verify.py", "    if envelope.namespace != NAMESPACE:", "    if False:"),
     Mutation("signs under another namespace", S + "signer.py", '"-Y", "sign", "-n", NAMESPACE,',
              '"-Y", "sign", "-n", "file",'),
-    # trust-file permissions
-    Mutation("trust file of another owner accepted", S + "trust.py", "    if st.st_uid not in trusted:",
+    # trust-file permissions (every node of the path is judged by owned_path.check_node)
+    Mutation("trust file of another owner accepted", S + "owned_path.py", "    if st.st_uid not in trusted:",
              "    if False:"),
-    Mutation("writable trust file accepted", S + "trust.py",
+    Mutation("writable trust file accepted", S + "owned_path.py",
              "    if writable and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):", "    if False:"),
-    Mutation("trust file's directories not checked", S + "trust.py",
-             "    for directory in dict.fromkeys([*given.parents, *real.parents]):", "    for directory in []:"),
-    Mutation("trust file need not be a regular file", S + "trust.py", "    if not stat.S_ISREG(st.st_mode):",
+    Mutation("trust file's directories not checked", S + "owned_path.py",
+             "        check_node(node, st, trusted, rule)\n",
+             "        if not pending:\n            check_node(node, st, trusted, rule)\n"),
+    Mutation("trust file need not be a regular file", S + "trust.py", "    if not stat.S_ISREG(vetted.st.st_mode):",
              "    if False:"),
     # revocation
     Mutation("revoked_keys not passed to ssh-keygen", S + "verify.py",
