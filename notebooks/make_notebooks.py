@@ -14,6 +14,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).resolve().parent
 
 SETUP = "from IPython.display import display\n\nfrom pipelines import analytics as a"
+#: The review notebook shows names escaped (``a.shown_frame``) and tells MathJax to leave tables alone: names are
+#: chosen by whoever creates a directory, a topic or a plan row, and a reviewer signs what they read.
+REVIEW_SETUP = (SETUP + "\nimport pandas as pd\n\npd.set_option(\"display.html.use_mathjax\", False)\n"
+                "from pipelines.terminal_text import shown")
 
 CAPACITY = [
     new_markdown_cell(
@@ -64,31 +68,34 @@ REVIEW = [
     new_code_cell('warehouse = "warehouse"\ncluster = None\nplan_id = None\napprover = "YOUR_NAME"\n'
                   "config_path = None\nallowed_signers = None\nsigning_key = None\nfigures_out = None",
                   metadata={"tags": ["parameters"]}),
-    new_code_cell(SETUP + "\n\nwh = a.open_warehouse(warehouse, cluster)\nrecord = a.plan_record(wh, plan_id)\n"
-                  "plan = record.plan()\nprint(f\"{record.plan_id}: {record.status}, {len(plan.items)} items, "
+    new_code_cell(REVIEW_SETUP + "\n\nwh = a.open_warehouse(warehouse, cluster)\nrecord = a.plan_record(wh, plan_id)\n"
+                  "plan = record.plan()\nprint(f\"{shown(record.plan_id)}: {record.status}, {len(plan.items)} items, "
                   "{a.human_bytes(plan.total_bytes)}, run {plan.run_id}, metadata offset {plan.metadata_offset}\")\n"
                   "print(f\"content hash {record.content_hash}\")"),
     new_markdown_cell("## Items by class, broker and log dir"),
-    new_code_cell("display(a.plan_breakdown(plan, \"class\"))\ndisplay(a.plan_breakdown(plan, \"broker_id\"))\n"
-                  "a.plan_breakdown(plan, [\"broker_id\", \"log_dir\"])"),
+    new_code_cell("display(a.shown_frame(a.plan_breakdown(plan, \"class\")))\n"
+                  "display(a.shown_frame(a.plan_breakdown(plan, \"broker_id\")))\n"
+                  "a.shown_frame(a.plan_breakdown(plan, [\"broker_id\", \"log_dir\"]))"),
     new_markdown_cell("## Evidence\n\nTopic id on disk vs the controller's id for the name, metadata offset, "
                       "grace clock, and the names the id had."),
-    new_code_cell("evidence = a.plan_evidence(wh, plan)\nevidence[[\"item_id\", \"class\", \"bytes\", \"topic_id\", "
+    new_code_cell("evidence = a.plan_evidence(wh, plan)\n"
+                  "a.shown_frame(evidence[[\"item_id\", \"class\", \"bytes\", \"topic_id\", "
                   "\"controller_topic_id\", \"former_names\", \"metadata_offset\", \"garbage_since\", "
-                  "\"grace_days\", \"reason\"]]"),
+                  "\"grace_days\", \"reason\"]])"),
     new_markdown_cell("## Since the previous plan"),
-    new_code_cell("previous = a.previous_plan(wh, plan)\nprint(\"previous plan:\", previous.plan_id if previous "
-                  "else \"none\")\ndiff = a.plan_diff(plan, previous.plan() if previous else None)\ndiff"),
+    new_code_cell("previous = a.previous_plan(wh, plan)\nprint(\"previous plan:\", shown(previous.plan_id) if previous "
+                  "else \"none\")\ndiff = a.plan_diff(plan, previous.plan() if previous else None)\n"
+                  "a.shown_frame(diff)"),
     new_markdown_cell("## Policy checks"),
     new_code_cell("policy, detect_grace_ms = a.review_policy(config_path)\n"
                   "checks = a.policy_checks(plan, policy, detect_grace_ms=detect_grace_ms, approver=approver,\n"
-                  "                         existing_approvals=record.approvals)\nchecks"),
+                  "                         existing_approvals=record.approvals)\na.shown_frame(checks)"),
     new_markdown_cell("## Signatures\n\nEach signed proposal, approval and rejection, judged as a broker host "
                       "trusting `allowed_signers` (default: the config's `executor.allowed_signers`) would judge it; "
                       "an approval recorded without a signature is `unsigned` and never counts where signatures are "
                       "required."),
     new_code_cell("signatures = a.signature_status(wh, record, config_path=config_path, "
-                  "allowed_signers=allowed_signers)\nsignatures"),
+                  "allowed_signers=allowed_signers)\na.shown_frame(signatures)"),
     new_markdown_cell("## Decision"),
     new_code_cell("import json\n\nsummary = a.review_summary(record, diff, checks)\n"
                   "print(json.dumps(summary, indent=1))\n"

@@ -11,7 +11,7 @@ from pipelines.analytics.capacity import (
     partitions_per_broker,
     top_topics,
 )
-from pipelines.analytics.fmt import human_bytes, pct
+from pipelines.analytics.fmt import human_bytes, pct, shown_frame
 from pipelines.analytics.ledger import filesystem_ledger, unexplained_ledger
 from pipelines.analytics.plots import (
     Chart,

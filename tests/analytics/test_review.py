@@ -120,3 +120,19 @@ def test_printed_approve_command_works_and_review_changes_nothing(demo, tmp_path
     assert approval.get_plan(wh.store, record.plan_id).status == "approved"
     reject = shlex.split(decision_commands(record, wh.root, approver="bob")["reject"])
     assert reject[:4] == ["logdir-gc", "plans", "reject", record.plan_id] and "--reason" in reject
+
+
+def test_the_review_notebook_shows_names_escaped() -> None:
+    """A name with ESC, CR and a bidi override reaches the reviewer's table escaped; numbers stay numbers."""
+    import pandas as pd
+
+    from pipelines.analytics import shown_frame
+
+    hostile = "orders\x1b[2K\r\u202eevil"
+    df = pd.DataFrame({"topic": [hostile, "plain"], "bytes": [10, 20], "names": [[hostile], []]})
+    out = shown_frame(df)
+    assert out["topic"].tolist() == ["orders\\x1b[2K\\x0d\\u202eevil", "plain"]
+    assert out["names"].tolist() == [["orders\\x1b[2K\\x0d\\u202eevil"], []]
+    assert out["bytes"].tolist() == [10, 20] and df["topic"][0] == hostile  # the input is left as it was
+    generator = (Path(__file__).resolve().parents[2] / "notebooks" / "make_notebooks.py").read_text()
+    assert 'pd.set_option(\\"display.html.use_mathjax\\", False)' in generator
