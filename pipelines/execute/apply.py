@@ -5,21 +5,28 @@ bind it to this host (``meta.properties``), re-read the controller, take the exe
 of every log dir involved (held until the end), verify every pending item and check the host's per-broker budgets
 on what was MEASURED, validate the quarantine areas, record the broker as ``applying``, and for each item: journal
 ``item.intent``, re-verify every precondition (``preconditions.verify_item``: facts from the disk and the
-controller only), write the manifest, journal ``rename.intent``, rename (never replacing anything), fsync both
-parents, journal ``rename.done`` (with the fingerprint it moved) and ``item.done``. A dry run (the default) does the
-loading, binding and verification only and changes nothing.
+controller only, read through one descriptor of the directory, whose identity ``(st_dev, st_ino)`` is kept), write
+the manifest (with that identity), journal ``rename.intent``, check that the name still points at the verified
+directory, rename (never replacing anything), check that what arrived is the verified directory, fsync both
+parents, journal ``rename.done`` (with the fingerprint and identity it moved) and ``item.done``. A directory
+exchanged for the verified one under its name before the rename is never moved (``identity_changed``); one
+exchanged between the check and the rename is moved back at once (``RENAME_NOREPLACE``) and the item fails with
+the same rule. A dry run (the default) does the loading, binding and verification only and changes nothing.
 
 Crash recovery: an item whose journal ends in ``rename.intent`` is finished by looking at the disk. If the
-quarantine destination exists and its fingerprint equals the manifest's, the rename happened: it is journalled
-as done. Otherwise the rename did not happen and the item is processed again from scratch (re-verified). An
-item journalled ``done`` is never touched again, so each item is moved exactly once or not at all. A failed write
-on the host (disk full) stops the run with :class:`~pipelines.errors.HostIOError`; a rerun resumes.
+quarantine destination exists and is the directory the manifest recorded (identity, topic id, fingerprint), the
+rename happened: it is journalled as done; if it is another directory it is moved back and the item fails.
+Otherwise the rename did not happen and the item is processed again from scratch (re-verified). An item journalled
+``done`` is never touched again, so each item is moved exactly once or not at all. A failed write on the host
+(disk full) stops the run with :class:`~pipelines.errors.HostIOError`; a rerun resumes.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +37,7 @@ from pipelines.errors import HostIOError, PipelinesError, PreconditionFailed
 from pipelines.execute.absence_log import AbsenceLog
 from pipelines.execute.controller_check import ControllerCheck, load_controller_check
 from pipelines.execute.faults import fault_point
-from pipelines.execute.journal import DONE, FAILED, INTENT, SKIPPED, Journal, JournalRecord, fsync_dir, item_state
+from pipelines.execute.journal import DONE, FAILED, INTENT, SKIPPED, Journal, JournalRecord, item_state
 from pipelines.execute.locks import executor_lock, kafka_dir_lock
 from pipelines.execute.plan_source import load_executable_plan
 from pipelines.execute.preconditions import (
@@ -41,10 +48,14 @@ from pipelines.execute.preconditions import (
     check_host,
     verify_item,
 )
-from pipelines.execute.quarantine import ManifestFile, QuarantineArea, QuarantineManifest, write_manifest
-from pipelines.execute.safe_fs import lstat_at, open_dir, rename_noreplace
-from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
-from pipelines.kafka.listing import LocalLister
+from pipelines.execute.quarantine import (
+    ManifestFile,
+    QuarantineArea,
+    QuarantineManifest,
+    copy_mismatch,
+    write_manifest,
+)
+from pipelines.execute.safe_fs import Identity, identity, is_real_dir, lstat_at, open_dir, rename_noreplace
 from pipelines.plan import approval, broker_status
 from pipelines.plan import policy as rules
 from pipelines.plan.model import GcPlan, PlanItem
@@ -114,13 +125,24 @@ def state_dir(config: AppConfig, broker: BrokerConfig) -> Path:
 
 
 def quarantine_areas(config: AppConfig, log_dirs: list[str], *, create: bool) -> dict[str, QuarantineArea | None]:
-    """log dir → its validated area (None: absent and not created). Raises QuarantineError when one is unsafe."""
+    """log dir → its validated area, holding its descriptor (None: absent and not created); release them with
+    :func:`close_areas`. Raises QuarantineError when one is unsafe."""
     registered = host_log_dirs(config)
     out: dict[str, QuarantineArea | None] = {}
-    for d in log_dirs:
-        area = QuarantineArea.of(d, config.executor.quarantine_dir_name)
-        out[d] = area if area.validate(registered, create=create) else None
+    try:
+        for d in log_dirs:
+            area = QuarantineArea.of(d, config.executor.quarantine_dir_name)
+            out[d] = area if area.validate(registered, create=create) else None
+    except BaseException:
+        close_areas(out)
+        raise
     return out
+
+
+def close_areas(areas: dict[str, QuarantineArea | None]) -> None:
+    for area in areas.values():
+        if area is not None:
+            area.close()
 
 
 def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: int, *, execute: bool = False,
@@ -164,12 +186,13 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
     if not execute:
         journal = Journal(sdir, plan.cluster, broker_id)
         history = journal.last_by_item(plan_id)
-        quarantine_areas(config, log_dirs, create=False)
+        close_areas(quarantine_areas(config, log_dirs, create=False))
         report.items += _survey(items, history, broker_id, controller, host)
         report.problems += journal.problems
         return report
     with executor_lock(sdir, broker_id):
         locks = []
+        areas: dict[str, QuarantineArea | None] = {}
         try:
             for d in log_dirs:
                 locks.append(kafka_dir_lock(d).acquire())
@@ -201,6 +224,7 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
                               f"{exc.filename or ''}); every completed step is journalled in {sdir}, rerun to "
                               "resume") from None
         finally:
+            close_areas(areas)
             for lock in reversed(locks):
                 lock.release()
         report.status = _record_final(store, report)
@@ -255,10 +279,6 @@ def _summary(report: ApplyReport) -> str:
             f"{report.count('not_reached')} not reached")
 
 
-def _fingerprint(path: Path) -> str:
-    return fingerprint_entries(fingerprint_triples(LocalLister().list_dir(str(path))))
-
-
 def _apply_item(item: PlanItem, plan: GcPlan, content_hash: str, history: list[JournalRecord], journal: Journal,
                 area: QuarantineArea, broker_id: int, controller: ControllerCheck, host: HostRules) -> ItemOutcome:
     log_dir = item.log_dir.rstrip("/")
@@ -273,7 +293,7 @@ def _apply_item(item: PlanItem, plan: GcPlan, content_hash: str, history: list[J
         if ("item", DONE) not in seen:
             journal.write(pid, iid, "item", DONE, recovered=True)
         return ItemOutcome(iid, str(src), "already_done", bytes=item.bytes, quarantined_path=str(dst))
-    if ("rename", INTENT) in seen and os.path.lexists(dst):
+    if ("rename", INTENT) in seen and _quarantined_exists(area, pid, iid, item.dir_name):
         return _recover_renamed(area, item, pid, src, dst, journal)
     journal.write(pid, iid, "item", INTENT, src=str(src))
     try:
@@ -286,56 +306,127 @@ def _apply_item(item: PlanItem, plan: GcPlan, content_hash: str, history: list[J
     except PreconditionFailed as exc:
         journal.write(pid, iid, "item", SKIPPED, reason=str(exc), rule="quarantine")
         return ItemOutcome(iid, str(src), "skipped", str(exc), rule="quarantine")
-    with open_dir(area.path, [pid, iid]) as qfd:
+    d = verified.observed
+    device, inode = verified.identity
+    with ExitStack() as stack:
+        try:
+            qfd = stack.enter_context(area.open_at([pid, iid]))
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            reason = f"{qdir} is no longer a directory of the quarantine ({exc.strerror})"
+            journal.write(pid, iid, "item", SKIPPED, reason=reason, rule="quarantine")
+            return ItemOutcome(iid, str(src), "skipped", reason, rule="quarantine")
         if lstat_at(qfd, item.dir_name) is not None:
             reason = f"quarantine destination {dst} already exists"
             journal.write(pid, iid, "item", FAILED, reason=reason)
             return ItemOutcome(iid, str(src), "failed", reason)
-    d = verified.observed
-    manifest = QuarantineManifest(
-        cluster=plan.cluster, plan_id=pid, content_hash=content_hash, item_id=iid, broker_id=broker_id,
-        log_dir=log_dir, dir_name=item.dir_name, original_path=str(src), quarantined_path=str(dst),
-        topic=d.topic, partition=d.partition, topic_id=d.topic_id, fingerprint=d.fingerprint,
-        files=tuple(ManifestFile(name=e.name, size=e.size, mtime_ns=e.mtime_ns, is_dir=e.is_dir)
-                    for e in sorted(d.entries, key=lambda e: e.name)),
-        bytes=d.bytes, quarantined_at=datetime.now(timezone.utc),
-    )
-    write_manifest(qdir, manifest)
+        manifest = QuarantineManifest(
+            cluster=plan.cluster, plan_id=pid, content_hash=content_hash, item_id=iid, broker_id=broker_id,
+            log_dir=log_dir, dir_name=item.dir_name, original_path=str(src), quarantined_path=str(dst),
+            topic=d.topic, partition=d.partition, topic_id=d.topic_id, fingerprint=d.fingerprint,
+            files=tuple(ManifestFile(name=e.name, size=e.size, mtime_ns=e.mtime_ns, is_dir=e.is_dir)
+                        for e in sorted(d.entries, key=lambda e: e.name)),
+            bytes=d.bytes, quarantined_at=datetime.now(timezone.utc), device=device, inode=inode,
+        )
+        write_manifest(qfd, manifest)
     journal.write(pid, iid, "manifest", DONE, path=str(qdir))
-    journal.write(pid, iid, "rename", INTENT, src=str(src), dst=str(dst))
+    journal.write(pid, iid, "rename", INTENT, src=str(src), dst=str(dst), device=device, inode=inode)
     try:
-        with open_dir(log_dir) as src_fd, open_dir(area.path, [pid, iid]) as dst_fd:
-            rename_noreplace(src_fd, item.dir_name, dst_fd, item.dir_name)
+        with open_dir(log_dir) as src_fd, area.open_at([pid, iid]) as dst_fd:
+            changed = _rename_verified(src_fd, dst_fd, item.dir_name, verified.identity)
+            if changed is None:
+                os.fsync(src_fd)
+                os.fsync(dst_fd)
     except OSError as exc:  # e.g. the dir vanished, EXDEV, or dst appeared: nothing moved, the item fails
         reason = f"rename {src} -> {dst} failed: {exc.strerror or exc}"
         journal.write(pid, iid, "item", FAILED, reason=reason)
         return ItemOutcome(iid, str(src), "failed", reason)
-    fault_point("rename.performed")
-    fsync_dir(src.parent)
-    fsync_dir(qdir)
-    journal.write(pid, iid, "rename", DONE, src=str(src), dst=str(dst), fingerprint=d.fingerprint, bytes=d.bytes)
+    if changed is not None:
+        reason, moved_back = changed
+        journal.write(pid, iid, "rename", FAILED, rule="identity_changed", reason=reason, moved_back=moved_back)
+        journal.write(pid, iid, "item", FAILED, reason=reason, rule="identity_changed")
+        return ItemOutcome(iid, str(src), "failed", reason, rule="identity_changed")
+    journal.write(pid, iid, "rename", DONE, src=str(src), dst=str(dst), fingerprint=d.fingerprint, bytes=d.bytes,
+                  device=device, inode=inode)
     journal.write(pid, iid, "item", DONE, bytes=d.bytes)
     return ItemOutcome(iid, str(src), "quarantined", bytes=d.bytes, quarantined_path=str(dst))
 
 
+def _rename_verified(src_fd: int, dst_fd: int, name: str, verified: Identity) -> tuple[str, bool] | None:
+    """Rename ``name`` from ``src_fd`` to ``dst_fd`` only if it is the verified directory, and check what arrived.
+
+    Returns None when the verified directory was moved; else why not, and whether a directory that arrived
+    instead of it was moved back (False: nothing was moved, or it could not be moved back and is left in the
+    quarantine, where restore and purge refuse it)."""
+    st = lstat_at(src_fd, name)
+    if st is None or not is_real_dir(st) or identity(st) != verified:
+        seen = "gone" if st is None else f"device {st.st_dev} inode {st.st_ino}"
+        return (f"{name} is no longer the directory that was verified (device {verified[0]} inode {verified[1]}, "
+                f"now {seen}); nothing moved", False)
+    fault_point("rename.checked")
+    rename_noreplace(src_fd, name, dst_fd, name)
+    fault_point("rename.performed")
+    arrived = lstat_at(dst_fd, name)
+    if arrived is not None and identity(arrived) == verified:
+        return None
+    got = "nothing" if arrived is None else f"device {arrived.st_dev} inode {arrived.st_ino}"
+    reason = (f"{name} was exchanged during the rename: moved {got}, not the verified directory (device "
+              f"{verified[0]} inode {verified[1]})")
+    return _move_back(src_fd, dst_fd, name, reason) if arrived is not None else (reason, False)
+
+
+def _move_back(src_fd: int, dst_fd: int, name: str, reason: str) -> tuple[str, bool]:
+    """Put a directory that arrived in the quarantine by mistake back under its name (never replacing anything)."""
+    try:
+        rename_noreplace(dst_fd, name, src_fd, name)
+    except OSError as exc:
+        return f"{reason}; it could not be moved back ({exc.strerror or exc}) and is left in the quarantine", False
+    os.fsync(src_fd)
+    os.fsync(dst_fd)
+    return f"{reason}; it was moved back", True
+
+
+def _quarantined_exists(area: QuarantineArea, pid: str, iid: str, name: str) -> bool:
+    """Whether ``<pid>/<iid>/<name>`` exists in the area (a component that is not a directory counts as existing:
+    recovery then fails the item on it)."""
+    try:
+        with area.open_at([pid, iid]) as qfd:
+            return lstat_at(qfd, name) is not None
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            return True
+        raise
+
+
 def _recover_renamed(area: QuarantineArea, item: PlanItem, pid: str, src: Path, dst: Path,
                      journal: Journal) -> ItemOutcome:
-    """The journal says a rename was about to happen and the destination exists: did it, completely?"""
+    """The journal says a rename was about to happen and the destination exists: did it, completely, and was it
+    the verified directory?"""
     found = area.item(pid, item.item_id)
+    rule = ""
     if found.manifest is None:
         reason = f"cannot check quarantined copy {dst}: {found.error}"
-    elif not os.path.isdir(dst) or os.path.islink(dst):
-        reason = f"{dst} is not a directory"
-    elif _fingerprint(dst) == found.manifest.fingerprint:
-        m = found.manifest
-        journal.write(pid, item.item_id, "rename", DONE, recovered=True, src=str(src), dst=str(dst),
-                      fingerprint=m.fingerprint, bytes=m.bytes)
-        journal.write(pid, item.item_id, "item", DONE, recovered=True)
-        return ItemOutcome(item.item_id, str(src), "quarantined", "recovered after a crash", m.bytes, str(dst))
     else:
-        reason = f"{dst} exists but does not match its manifest"
-    journal.write(pid, item.item_id, "item", FAILED, reason=reason)
-    return ItemOutcome(item.item_id, str(src), "failed", reason)
+        m = found.manifest
+        try:
+            mismatch = copy_mismatch(found)
+        except OSError as exc:
+            mismatch = ("unreadable", f"{dst} cannot be read as a directory: {exc.strerror or exc}")
+        if mismatch is None:
+            journal.write(pid, item.item_id, "rename", DONE, recovered=True, src=str(src), dst=str(dst),
+                          fingerprint=m.fingerprint, bytes=m.bytes, device=m.device, inode=m.inode)
+            journal.write(pid, item.item_id, "item", DONE, recovered=True)
+            return ItemOutcome(item.item_id, str(src), "quarantined", "recovered after a crash", m.bytes, str(dst))
+        rule, reason = mismatch
+        if rule == "identity_changed":
+            with open_dir(src.parent) as src_fd, area.open_at([pid, item.item_id]) as dst_fd:
+                reason, moved_back = _move_back(src_fd, dst_fd, item.dir_name, reason)
+            journal.write(pid, item.item_id, "rename", FAILED, rule=rule, reason=reason, moved_back=moved_back)
+    journal.write(pid, item.item_id, "item", FAILED, reason=reason, **({"rule": rule} if rule else {}))
+    return ItemOutcome(item.item_id, str(src), "failed", reason, rule=rule)
 
 
 def mirror_best_effort(journal: Journal, store: TableStore | None) -> str:

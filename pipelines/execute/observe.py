@@ -1,22 +1,27 @@
 """What the executor itself sees of one partition directory: every fact it acts on comes from here, not the plan.
 
 The name is parsed by Kafka's own rules (``pipelines.kafka.partition_name``), which give the kind (live,
-``-delete``, ``-future``, ``-stray``, the metadata log, unparseable), the topic and the partition; the topic id is
-read from ``partition.metadata`` (a regular file only, never blocking); the entries are listed with the pure-Python
-lister and fingerprinted with the crawl's own function. A plan item is only a claim to be compared with this.
+``-delete``, ``-future``, ``-stray``, the metadata log, unparseable), the topic and the partition. Everything else
+is read through ONE descriptor of the directory, opened ``O_NOFOLLOW | O_DIRECTORY`` (its log dir opened component
+by component): its identity ``(st_dev, st_ino)`` (``fstat``), its entries (listed as the pure-Python lister does),
+the topic id in its ``partition.metadata`` (a regular file only, never blocking), and the fingerprint, the crawl's
+own function of those. Every fact is thus a fact about that very directory; the executor moves it only if the name
+still points at that identity (``apply``). A plan item is only a claim to be compared with this.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipelines.errors import DecodeError, PreconditionFailed
+from pipelines.errors import PreconditionFailed
 from pipelines.execute.confine import confined_child
-from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
-from pipelines.kafka.listing import FileEntry, LocalLister, read_regular_file
-from pipelines.kafka.partition_metadata import read_partition_metadata
+from pipelines.execute.safe_fs import Identity, identity, list_entries_at, open_child_dir, open_path, read_small_file_at
+from pipelines.kafka.fingerprint import fingerprint_topic_id, partition_fingerprint
+from pipelines.kafka.listing import FileEntry
+from pipelines.kafka.partition_metadata import FILE_NAME as PARTITION_METADATA
 from pipelines.kafka.partition_name import DirKind, parse_partition_dir_name
 
 
@@ -44,6 +49,7 @@ class ObservedDir:
     entries: tuple[FileEntry, ...]
     fingerprint: str
     mtime: datetime
+    identity: Identity = (0, 0)  # (st_dev, st_ino) of the directory everything above was read from
 
     @property
     def bytes(self) -> int:
@@ -51,7 +57,7 @@ class ObservedDir:
 
 
 def observe_dir(log_dir: str, name: str) -> ObservedDir:
-    """Confine, list, fingerprint and read one directory. Raises :class:`ItemSkipped` with the reason."""
+    """Confine, open, list, fingerprint and read one directory. Raises :class:`ItemSkipped` with the reason."""
     try:
         path = confined_child(log_dir, name)
     except FileNotFoundError:
@@ -59,30 +65,43 @@ def observe_dir(log_dir: str, name: str) -> ObservedDir:
     except PreconditionFailed as exc:
         raise ItemSkipped(str(exc), "confinement") from None
     try:
-        entries = tuple(LocalLister().list_dir(str(path)))
-        mtime_ns = path.lstat().st_mtime_ns
+        log_fd = open_path(log_dir)
+        try:
+            fd = open_child_dir(log_fd, name)
+        finally:
+            os.close(log_fd)
+    except FileNotFoundError:
+        raise ItemSkipped(f"{path} no longer exists", "gone") from None
+    except OSError as exc:  # ELOOP/ENOTDIR: a symlink or a file took the name since the confinement check
+        raise ItemSkipped(f"cannot open {path} as a directory without following links: {exc.strerror or exc}",
+                          "confinement") from None
+    try:
+        st = os.fstat(fd)
+        entries = tuple(list_entries_at(fd))
+        links = sorted(e.name for e in entries if e.is_symlink)
+        if links:
+            raise ItemSkipped(f"{path} contains symlinks {links}; refusing to move it", "confinement")
+        topic_id = _topic_id(fd, path, entries)
     except OSError as exc:
         raise ItemSkipped(f"cannot list {path}: {exc.strerror or exc}", "unreadable") from None
-    links = sorted(e.name for e in entries if e.is_symlink)
-    if links:
-        raise ItemSkipped(f"{path} contains symlinks {links}; refusing to move it", "confinement")
+    finally:
+        os.close(fd)
     parsed = parse_partition_dir_name(name)
     return ObservedDir(
         path=path, name=name, kind=parsed.kind, topic=parsed.topic, partition=parsed.partition,
-        topic_id=_topic_id(path), entries=entries,
-        fingerprint=fingerprint_entries(fingerprint_triples(entries)),
-        mtime=datetime.fromtimestamp(mtime_ns / 1e9, tz=timezone.utc),
+        topic_id=topic_id, entries=entries, fingerprint=partition_fingerprint(entries, topic_id),
+        mtime=datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=timezone.utc), identity=identity(st),
     )
 
 
-def _topic_id(path: Path) -> str | None:
+def _topic_id(fd: int, path: Path, entries: tuple[FileEntry, ...]) -> str | None:
+    """The topic id in the dir's ``partition.metadata`` (read through ``fd``), as the crawl's fingerprint takes it."""
+    if not any(e.name == PARTITION_METADATA and not e.is_dir for e in entries):
+        return None
     try:
-        data = read_regular_file(str(path / "partition.metadata"))  # a FIFO must not block the executor
+        data = read_small_file_at(fd, PARTITION_METADATA)  # a FIFO must not block the executor
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ItemSkipped(f"cannot read {path}/partition.metadata: {exc.strerror or exc}", "unreadable") from None
-    try:
-        return str(read_partition_metadata(data).topic_id)
-    except DecodeError:
-        return None
+        raise ItemSkipped(f"cannot read {path}/{PARTITION_METADATA}: {exc.strerror or exc}", "unreadable") from None
+    return fingerprint_topic_id(data)

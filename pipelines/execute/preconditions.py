@@ -68,6 +68,11 @@ class VerifiedItem:
     def fingerprint(self) -> str:
         return self.observed.fingerprint
 
+    @property
+    def identity(self) -> tuple[int, int]:
+        """``(st_dev, st_ino)`` of the directory every check above was made on."""
+        return self.observed.identity
+
 
 @dataclass(frozen=True, slots=True)
 class HostRules:

@@ -3,10 +3,15 @@
 Only what the executor itself put in quarantine is ever deleted: an item dir found by walking this broker's validated
 quarantine areas (``O_NOFOLLOW`` at every step), whose manifest agrees with its location, and which this broker's
 journal records as moved there by the executor (``rename.done``: same destination, same fingerprint). Its age is the
-journal's time of that move, and the copy must still match its manifest's fingerprint. Removal goes through directory
-descriptors and never follows a symlink (a planted link is removed, its target never touched); the data dir goes
-first, then the manifest, so a crash mid-purge leaves a manifest whose data dir is (partly) gone, and the journal's
-``purge.intent`` lets the next purge finish it. The retention can be shortened with ``--older-than`` but never below
+journal's time of that move, and the copy must still be what its manifest recorded
+(:func:`~pipelines.execute.quarantine.copy_mismatch`: the directory's identity, the topic id in its
+``partition.metadata``, its topic and partition, its fingerprint), each difference a failure naming its rule
+(``identity_changed``, ``topic_id_changed``, ``partition_changed``, ``fingerprint_changed``). A manifest of version 1
+records no identity: purge refuses it (``manifest_without_identity``; restore it, or remove it by hand). Removal
+opens the data dir from the area's descriptor, deletes only if it is still the directory checked, and never follows
+a symlink (a planted link is removed, its target never touched); the data dir goes first, then the manifest, so a
+crash mid-purge leaves a manifest whose data dir is (partly) gone, and the journal's ``purge.intent`` lets the next
+purge finish it. The retention can be shortened with ``--older-than`` but never below
 ``executor.purge_retention_floor_ms`` of the host's config. Pacing sleeps between files to stay under
 ``purge_bytes_per_second`` / ``purge_files_per_second``. Reclaimed bytes are measured per filesystem as the change
 in ``statvfs`` free space before and after; other writers disturb that number, so the expected bytes (manifest
@@ -21,18 +26,23 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from pipelines.config.models import AppConfig
 from pipelines.errors import PipelinesError
-from pipelines.execute.apply import broker_config, local_path, quarantine_areas, state_dir
+from pipelines.execute.apply import broker_config, close_areas, local_path, quarantine_areas, state_dir
 from pipelines.execute.faults import fault_point
 from pipelines.execute.journal import DONE, INTENT, QUARANTINED, Journal, JournalRecord, item_state
 from pipelines.execute.locks import executor_lock
-from pipelines.execute.quarantine import QuarantinedItem, remove_item_dir
-from pipelines.execute.safe_fs import is_real_dir, lstat_at, open_dir, remove_tree_at
-from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
-from pipelines.kafka.listing import LocalLister
+from pipelines.execute.quarantine import (
+    QuarantineArea,
+    QuarantinedItem,
+    copy_mismatch,
+    journal_disagrees,
+    remove_item_dir,
+)
+from pipelines.execute.safe_fs import is_real_dir, lstat_at, remove_tree_at
 from pipelines.plan import approval, broker_status
 from pipelines.plan import policy as rules
 from pipelines.progress import advance
@@ -91,10 +101,6 @@ class Pacer:
             self.sleep(ahead)
 
 
-def _fp(path: str | os.PathLike[str]) -> str:
-    return fingerprint_entries(fingerprint_triples(LocalLister().list_dir(str(path))))
-
-
 def _check(q: QuarantinedItem, broker_id: int, history: list[JournalRecord], cutoff: datetime) -> tuple[str, str]:
     """``("purge" | "finish" | "keep" | "fail", why)`` for one item dir."""
     m = q.manifest
@@ -110,15 +116,26 @@ def _check(q: QuarantinedItem, broker_id: int, history: list[JournalRecord], cut
         return "fail", f"{state} earlier, yet still in quarantine"
     if datetime.fromisoformat(moved.at) > cutoff:
         return "keep", ""
-    with open_dir(q.area.path, [q.plan_id, q.item_id]) as fd:
+    if not m.has_identity:
+        return "fail", (f"[manifest_without_identity] manifest version {m.version} of {q.item_dir} records no "
+                        "directory identity, so purge cannot prove it deletes what the executor moved; restore the "
+                        "item, or check and remove it by hand")
+    disagreement = journal_disagrees(m, moved.detail)
+    if disagreement:
+        return "fail", f"[identity_changed] {disagreement}"
+    with q.open_item_dir() as fd:
         data = lstat_at(fd, m.dir_name)
     interrupted = any(r.step == "purge" and r.state == INTENT for r in history)
     if data is None:
         return ("finish", "") if interrupted else ("fail", f"{q.data_path} is missing")
     if not is_real_dir(data):
         return "fail", f"{q.data_path} is not a directory"
-    if not interrupted and _fp(q.data_path) != m.fingerprint:
-        return "fail", f"{q.data_path} no longer matches its manifest; left for an operator"
+    try:
+        mismatch = copy_mismatch(q, check_content=not interrupted)  # a half-deleted copy keeps its identity
+    except OSError as exc:
+        return "fail", f"[unreadable] {q.data_path}: {exc.strerror or exc}; left for an operator"
+    if mismatch is not None:
+        return "fail", f"[{mismatch[0]}] {mismatch[1]}; left for an operator"
     return "purge", ""
 
 
@@ -143,6 +160,15 @@ def purge(config: AppConfig, broker_id: int, *, older_than_ms: int | None = None
     report = PurgeReport(broker_id, execute)
     sdir = state_dir(config, broker)
     areas = quarantine_areas(config, [local_path(d) for d in broker.log_dirs], create=False)
+    try:
+        return _purge(config, areas, report, sdir, cutoff, sleep, store)
+    finally:
+        close_areas(areas)
+
+
+def _purge(config: AppConfig, areas: dict[str, QuarantineArea | None], report: PurgeReport, sdir: Path,
+           cutoff: datetime, sleep: Callable[[float], None], store: TableStore | None) -> PurgeReport:
+    broker_id, execute = report.broker_id, report.executed
     found = [q for area in areas.values() if area is not None for q in area.scan()]
     if not found:
         return report
@@ -174,9 +200,9 @@ def purge(config: AppConfig, broker_id: int, *, older_than_ms: int | None = None
             if verdict == "purge":
                 journal.write(q.plan_id, q.item_id, "purge", INTENT, path=str(q.item_dir))
             try:
-                with open_dir(q.area.path, [q.plan_id, q.item_id]) as fd:
+                with q.open_item_dir() as fd:
                     if lstat_at(fd, m.dir_name) is not None:
-                        remove_tree_at(fd, m.dir_name, pacer.account)
+                        remove_tree_at(fd, m.dir_name, pacer.account, (q.area.device, m.inode or 0))
                 fault_point("purge.performed")
                 remove_item_dir(q)
             except (OSError, PipelinesError) as exc:

@@ -1,7 +1,10 @@
 """Filesystem operations that never follow a symlink and never replace what is already there.
 
-Everything below works relative to directory file descriptors opened with ``O_NOFOLLOW``: a symlink planted at
-any component makes the call fail (``ELOOP``/``ENOTDIR``) instead of being followed into a live log dir.
+Everything below works relative to directory file descriptors opened with ``O_NOFOLLOW``, one path component at a
+time (:func:`open_path`): a symlink planted at ANY component, not only the last, makes the call fail
+(``ELOOP``/``ENOTDIR``) instead of being followed into a live log dir. A directory's identity is its
+``(st_dev, st_ino)`` (:func:`identity`), taken from the descriptor it was read through, so a check and the action
+it guards can be bound to the same directory whatever its name points at meanwhile.
 """
 
 from __future__ import annotations
@@ -12,24 +15,92 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+
+from pipelines.kafka.listing import FileEntry
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _RENAME_NOREPLACE = 1
 
 
+Identity = tuple[int, int]
+"""``(st_dev, st_ino)``: which directory (or file) a name pointed at when it was checked."""
+
+
+def identity(st: os.stat_result) -> Identity:
+    return st.st_dev, st.st_ino
+
+
+def open_path(path: str | os.PathLike[str]) -> int:
+    """A descriptor of the directory ``path``, opened one component at a time from ``/`` (or the working directory)
+    with ``O_NOFOLLOW | O_DIRECTORY``: a symlink at any component fails the open. The caller closes it."""
+    text = os.fspath(path)
+    fd = os.open("/" if text.startswith("/") else ".", _DIR_FLAGS)
+    try:
+        for name in text.split("/"):
+            if name in ("", "."):
+                continue
+            _check_name(name)
+            nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 @contextmanager
 def open_dir(path: str | os.PathLike[str], components: Sequence[str] = ()) -> Iterator[int]:
-    """A descriptor of ``path/components...``, each component opened without following a symlink."""
-    fds = [os.open(path, _DIR_FLAGS)]
+    """A descriptor of ``path/components...``, every component of both opened without following a symlink."""
+    fd = open_path(path)
+    try:
+        with open_at(fd, components) as inner:
+            yield inner
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def open_at(dir_fd: int, components: Sequence[str] = ()) -> Iterator[int]:
+    """A descriptor of ``components...`` under the open directory ``dir_fd`` (itself when there are none), each
+    opened with ``O_NOFOLLOW | O_DIRECTORY``; the ones opened here are closed on exit, ``dir_fd`` never is."""
+    fds: list[int] = []
     try:
         for name in components:
             _check_name(name)
-            fds.append(os.open(name, _DIR_FLAGS, dir_fd=fds[-1]))
-        yield fds[-1]
+            fds.append(os.open(name, _DIR_FLAGS, dir_fd=fds[-1] if fds else dir_fd))
+        yield fds[-1] if fds else dir_fd
     finally:
         for fd in reversed(fds):
             os.close(fd)
+
+
+def open_child_dir(dir_fd: int, name: str) -> int:
+    """``name`` under ``dir_fd`` opened ``O_NOFOLLOW | O_DIRECTORY`` (the caller closes it)."""
+    _check_name(name)
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def list_entries_at(dir_fd: int) -> list[FileEntry]:
+    """The entries of the open directory ``dir_fd``, exactly as ``LocalLister.list_dir`` gives them for its path
+    (a link's target stat, ``is_symlink`` set; a vanished entry with unknown size and time), read through the
+    descriptor so the listing is of that very directory."""
+    out: list[FileEntry] = []
+    with os.scandir(dir_fd) as it:
+        for e in it:
+            try:
+                st = e.stat(follow_symlinks=False)
+                is_link = stat.S_ISLNK(st.st_mode)
+                if is_link:
+                    with suppress(OSError):
+                        st = e.stat()
+                is_dir = stat.S_ISDIR(st.st_mode)
+            except OSError:
+                out.append(FileEntry(e.name, 0, 0, False))
+                continue
+            out.append(FileEntry(e.name, 0 if is_dir else st.st_size, st.st_mtime_ns, is_dir, is_link))
+    return out
 
 
 def _check_name(name: str) -> None:
@@ -50,15 +121,20 @@ def is_real_dir(st: os.stat_result | None) -> bool:
     return st is not None and stat.S_ISDIR(st.st_mode)
 
 
-def remove_tree_at(dir_fd: int, name: str, on_file: Callable[[int], None]) -> int:
+def remove_tree_at(dir_fd: int, name: str, on_file: Callable[[int], None], expect: Identity | None = None) -> int:
     """Delete ``name`` (a directory) under ``dir_fd`` recursively, never following a symlink (a link is removed,
     not its target) and never crossing into another filesystem. ``on_file(size)`` runs after each unlink (pacing).
-    Returns the number of files removed."""
+    ``expect``: the identity the directory must have (checked on the descriptor it is deleted through, before
+    anything is deleted; ``OSError(ESTALE)`` otherwise). Returns the number of files removed."""
     _check_name(name)
     fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     removed = 0
     try:
-        dev = os.fstat(fd).st_dev
+        st = os.fstat(fd)
+        if expect is not None and identity(st) != expect:
+            raise OSError(errno.ESTALE, f"[identity_changed] {name} is no longer the directory that was checked "
+                          f"(device {st.st_dev} inode {st.st_ino}, expected device {expect[0]} inode {expect[1]})")
+        dev = st.st_dev
         with os.scandir(fd) as it:
             names = [e.name for e in it]
         for child in names:

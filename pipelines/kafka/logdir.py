@@ -31,7 +31,7 @@ from pipelines.kafka.checkpoints import (
 )
 from pipelines.kafka.dir_summary import DirSummary, summarize_entries
 from pipelines.kafka.fast_init import fast_constructor
-from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_triples
+from pipelines.kafka.fingerprint import fingerprint_entries, fingerprint_topic_id, fingerprint_triples, with_topic_id
 from pipelines.kafka.listing import FileEntry, Lister, lister_for
 from pipelines.kafka.meta_properties import MetaProperties, read_meta_properties
 from pipelines.kafka.partition_metadata import FILE_NAME as PARTITION_METADATA
@@ -157,9 +157,17 @@ class LogDirInventory:
 
 
 def fingerprint_dir(path: str, storage_options: dict[str, Any] | None = None, *, fs: Any = None) -> str:
-    """List ``path`` (one listing) and fingerprint it. Raises ``OSError`` when it cannot be listed."""
+    """List ``path`` (one listing), read its ``partition.metadata`` and fingerprint it as the scan does. Raises
+    ``OSError`` when it cannot be listed."""
     lister, native = lister_for(path, storage_options, fs)
-    return fingerprint_entries(fingerprint_triples(lister.list_dir(native)))
+    entries = lister.list_dir(native)
+    data = None
+    if any(e.name == PARTITION_METADATA and not e.is_dir for e in entries):
+        try:
+            data = lister.read_bytes(lister.join(native, PARTITION_METADATA))
+        except OSError:
+            data = None  # the scan's "unreadable": no topic id
+    return with_topic_id(fingerprint_entries(fingerprint_triples(entries)), fingerprint_topic_id(data))
 
 
 # -- scanning -------------------------------------------------------------------------------------
@@ -310,7 +318,7 @@ def _scan_partition_dir(
         entry.name, path, parsed.kind, parsed.topic, parsed.partition, parsed.unique_id, truncated, topic_id,
         pm_status, summary.files, summary.bytes, summary.log_bytes, summary.index_bytes, summary.segment_count,
         summary.min_base_offset, summary.max_base_offset, _ms(summary.oldest_ns), _ms(summary.newest_ns),
-        _ms(entry.mtime_ns), summary.fingerprint, entries,
+        _ms(entry.mtime_ns), with_topic_id(summary.fingerprint, topic_id), entries,
         epochs, quorum, tuple(problems),
     )  # fmt: skip
 

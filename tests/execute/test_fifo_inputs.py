@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.errors import PreconditionFailed
-from pipelines.execute.observe import ItemSkipped, _topic_id
+from pipelines.execute.observe import ItemSkipped, observe_dir
 from pipelines.execute.preconditions import check_host
 from pipelines.plan.model import GcPlan
 
@@ -37,7 +37,7 @@ def test_fifo_partition_metadata_skips_the_item(tmp_path: Path) -> None:
     part = tmp_path / "t-0"
     part.mkdir()
     os.mkfifo(part / "partition.metadata")
-    exc = _run_bounded(_topic_id, part)
+    exc = _run_bounded(observe_dir, str(tmp_path), "t-0")
     assert isinstance(exc, ItemSkipped) and "partition.metadata" in str(exc)
 
 

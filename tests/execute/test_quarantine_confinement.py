@@ -299,17 +299,19 @@ def test_a_quarantine_root_made_between_the_check_and_the_mkdir(tmp_path: Path, 
     real_mkdir = os.mkdir
 
     def racing_mkdir(path, mode=0o777, **kw):  # type: ignore[no-untyped-def]
-        if Path(path) == area.root and not os.path.lexists(path):
+        # the executor makes the root by name under its parent's descriptor
+        if str(path) == area.root.name and not os.path.lexists(area.root):
             if made_meanwhile == "dir":
-                real_mkdir(path, 0o700)
+                real_mkdir(area.root, 0o700)
             else:
-                os.symlink(tmp_path / "elsewhere", path)
+                os.symlink(tmp_path / "elsewhere", area.root)
         return real_mkdir(path, mode, **kw)
 
     monkeypatch.setattr(quarantine.os, "mkdir", racing_mkdir)
     if made_meanwhile == "dir":
         assert area.validate([str(log_dir)], create=True)
         assert area.path.is_dir()
+        area.close()
     else:
         with pytest.raises(QuarantineError, match="symlink"):
             area.validate([str(log_dir)], create=True)
