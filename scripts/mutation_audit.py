@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 TESTS = [
     f"tests/execute/test_{name}.py"
     for name in (
+        "identity",
         "lying_plans",
         "quarantine_confinement",
         "damage_stays_local",
@@ -213,11 +214,12 @@ MUTATIONS = [
     Mutation(
         "restore ignores a taken name",
         E + "restore.py",
-        '    if original is not None:\n        return "skip"',
-        '    if False:\n        return "skip"',
+        '        if original is not None:\n            return "skip"',
+        '        if False:\n            return "skip"',
     ),
     Mutation(
-        "restore ignores a changed copy", E + "restore.py", "    if _fp(q.data_path) != m.fingerprint:", "    if False:"
+        "restore ignores a changed copy", E + "restore.py", "    if why is not None:\n        return \"fail\"",
+        "    if False:\n        return \"fail\""
     ),
     Mutation(
         "restore without Kafka's lock",
@@ -236,8 +238,8 @@ MUTATIONS = [
     Mutation(
         "purge ignores a changed copy",
         E + "purge.py",
-        "    if not interrupted and _fp(q.data_path) != m.fingerprint:",
-        "    if False:",
+        "    if mismatch is not None:\n        return \"fail\"",
+        "    if False:\n        return \"fail\"",
     ),
     Mutation(
         "purge ignores another broker's manifest", E + "purge.py", "    if m.broker_id != broker_id:", "    if False:"
@@ -267,8 +269,8 @@ MUTATIONS = [
     Mutation(
         "recovery trusts the destination",
         E + "apply.py",
-        "    elif _fingerprint(dst) == found.manifest.fingerprint:",
-        "    elif True:",
+        "        if mismatch is None:\n            journal.write(",
+        "        if True:\n            journal.write(",
     ),
     Mutation(
         "plan restored with items still quarantined",
@@ -287,6 +289,80 @@ MUTATIONS = [
         E + "plan_source.py",
         "        if compute_content_hash(from_file) != record.content_hash:",
         "        if False:",
+    ),
+    # identity, not names (issue 27 point 2): one mutation per check
+    Mutation(
+        "apply renames without checking the name still points at the verified dir",
+        E + "apply.py",
+        "    if st is None or not is_real_dir(st) or identity(st) != verified:",
+        "    if st is None:",
+    ),
+    Mutation(
+        "apply keeps whatever arrived in the quarantine",
+        E + "apply.py",
+        "    if arrived is not None and identity(arrived) == verified:",
+        "    if True:",
+    ),
+    Mutation(
+        "restore keeps whatever arrived in the log dir",
+        E + "restore.py",
+        "    if arrived is not None and identity(arrived) == checked:",
+        "    if True:",
+    ),
+    Mutation(
+        "quarantined copy's identity not compared",
+        E + "quarantine.py",
+        "    if m.has_identity and (st.st_ino != m.inode or st.st_dev != q.area.device):",
+        "    if False:",
+    ),
+    Mutation(
+        "quarantined copy's topic id not compared",
+        E + "quarantine.py",
+        "    if topic_id != m.topic_id:",
+        "    if False:",
+    ),
+    Mutation(
+        "quarantined copy's partition not compared",
+        E + "quarantine.py",
+        "    if (parsed.topic, parsed.partition) != (m.topic, m.partition):",
+        "    if False:",
+    ),
+    Mutation(
+        "manifest identity not compared with the journal",
+        E + "quarantine.py",
+        "    if recorded != (m.device, m.inode):",
+        "    if False:",
+    ),
+    Mutation(
+        "purge accepts a manifest without identity",
+        E + "purge.py",
+        "    if not m.has_identity:\n        return \"fail\"",
+        "    if False:\n        return \"fail\"",
+    ),
+    Mutation(
+        "purge removes without binding to the checked identity",
+        E + "purge.py",
+        "remove_tree_at(fd, m.dir_name, pacer.account, (q.area.device, m.inode or 0))",
+        "remove_tree_at(fd, m.dir_name, pacer.account)",
+    ),
+    Mutation(
+        "quarantine opened by path after validation",
+        E + "quarantine.py",
+        "        return open_at(self.fd, components)",
+        "        return open_at(os.open(self.path, os.O_RDONLY | os.O_DIRECTORY), components)",
+    ),
+    Mutation(
+        "open_path follows links in the path",
+        E + "safe_fs.py",
+        '    fd = os.open("/" if text.startswith("/") else ".", _DIR_FLAGS)\n'
+        '    try:\n        for name in text.split("/"):',
+        "    fd = os.open(text, os.O_RDONLY | os.O_DIRECTORY)\n    try:\n        for name in ():",
+    ),
+    Mutation(
+        "fingerprint ignores the topic id",
+        "pipelines/kafka/fingerprint.py",
+        "    return fingerprint_of_text(f\"topic_id\\0{topic_id or ''}\\0{entries_digest}\\n\".encode(\"ascii\"))",
+        "    return fingerprint_of_text(f\"topic_id\\0\\0{entries_digest}\\n\".encode(\"ascii\"))",
     ),
 ]
 
