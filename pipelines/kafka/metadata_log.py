@@ -27,6 +27,7 @@ from typing import Any
 from crc32c import crc32c
 
 from pipelines.errors import DecodeError
+from pipelines.kafka.compression import DEFAULT_MAX_DECOMPRESSED
 from pipelines.kafka.metadata_codec import (
     ControlRecord,
     MetadataRecord,
@@ -233,6 +234,13 @@ class MetadataLog:
                 count = header[12]
                 base_ts = header[7]
                 if attributes & 0x27 or count < 0:  # compressed or control: general path
+                    if size - HEADER_SIZE > DEFAULT_MAX_DECOMPRESSED:  # its payload would be copied whole
+                        message = (f"record batch at offset {base}: {size - HEADER_SIZE} bytes of records to decode, "
+                                   f"beyond the {DEFAULT_MAX_DECOMPRESSED}-byte limit")
+                        if self._problem(base, batch_pos, message):
+                            truncated_tail = False
+                            return
+                        continue
                     batch = RecordBatch(*header, batch_pos, bytes(buf[batch_pos + HEADER_SIZE : pos]))
                     control = bool(attributes & 0x20)
                     try:

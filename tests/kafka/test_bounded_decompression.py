@@ -125,3 +125,39 @@ def _varint(n: int) -> bytes:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
 
+
+
+def test_a_compressed_batch_larger_than_the_cap_is_an_error_without_copying_it(tmp_path) -> None:
+    """A CRC-valid zstd batch of 100 MiB (sparse on disk) in a metadata segment: an error naming its offset; the
+    payload is never copied out of the memory map (a copy costs 100 MiB of Python memory)."""
+    import struct
+    import tracemalloc
+
+    from crc32c import crc32c
+
+    from pipelines.kafka.compression import DEFAULT_MAX_DECOMPRESSED
+    from pipelines.kafka.metadata_log import iter_metadata_log
+    from pipelines.kafka.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD
+
+    payload_size = DEFAULT_MAX_DECOMPRESSED + (36 << 20)
+    header = bytearray(HEADER.pack(5, HEADER_SIZE - LOG_OVERHEAD + payload_size, 1, 2, 0, int(Compression.ZSTD),
+                                   0, 0, 0, -1, -1, -1, 1))  # fmt: skip
+    crc = crc32c(bytes(header[21:]))
+    zeros = b"\0" * (1 << 20)
+    for _ in range(payload_size >> 20):
+        crc = crc32c(zeros, crc)
+    struct.pack_into(">I", header, 17, crc)
+    segment = tmp_path / "00000000000000000005.log"
+    with open(segment, "wb") as f:
+        f.write(header)
+        f.truncate(len(header) + payload_size)
+    log = iter_metadata_log(str(segment))
+    tracemalloc.start()
+    try:
+        assert list(log) == []
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    (error,) = log.errors
+    assert error.position == 0 and f"beyond the {DEFAULT_MAX_DECOMPRESSED}-byte limit" in error.message
+    assert peak < 16 << 20, peak
