@@ -116,7 +116,7 @@ def _evidence(row: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: evidence nested past the recursion limit
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -58,3 +58,9 @@ def test_a_deep_inventory_line_is_a_decode_error() -> None:
               '"log_dirs": ["/l"]}')
     with pytest.raises(DecodeError, match="inventory line 2"):
         parse_inventory(io.StringIO(header + "\n" + DEEP + "\n"))
+
+
+def test_deep_evidence_in_a_findings_row_is_no_evidence() -> None:
+    from pipelines.plan.recheck import _evidence
+
+    assert _evidence({"evidence": DEEP}) == {}
