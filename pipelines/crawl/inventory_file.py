@@ -225,13 +225,20 @@ _OSERRORS: dict[str, type[OSError]] = {
 }  # fmt: skip
 
 
+MAX_LINE_CHARS = 4 * 1024 * 1024
+"""Characters one inventory line may have (a record holds one small file's content, at most 1 MiB, base64'd): the
+file is streamed, so the bound is per line."""
+
+
 def parse_inventory(lines: IO[str]) -> InventoryFile:
     """Parse an inventory from text lines.
 
     Raises:
         DecodeError: not an inventory file, a newer version, or a malformed line (with its line number).
     """
-    first = lines.readline()
+    first = lines.readline(MAX_LINE_CHARS + 1)
+    if len(first) > MAX_LINE_CHARS:
+        raise DecodeError(f"not a {FORMAT} file: its first line is longer than {MAX_LINE_CHARS} characters", 1)
     try:
         header = InventoryHeader.model_validate_json(first)
     except ValueError as exc:
@@ -240,7 +247,9 @@ def parse_inventory(lines: IO[str]) -> InventoryFile:
         raise DecodeError(f"inventory version {header.version} is newer than supported {VERSION}", 1)
     listings: dict[int, Listing] = {}
     sections: list[tuple[int, str, tuple[str, str] | None]] = []
-    for line_no, line in enumerate(lines, start=2):
+    for line_no, line in enumerate(iter(lambda: lines.readline(MAX_LINE_CHARS + 1), ""), start=2):
+        if len(line) > MAX_LINE_CHARS:
+            raise DecodeError(f"inventory line {line_no} is longer than {MAX_LINE_CHARS} characters", line_no)
         if not line.strip():
             continue
         try:

@@ -64,3 +64,15 @@ def test_deep_evidence_in_a_findings_row_is_no_evidence() -> None:
     from pipelines.plan.recheck import _evidence
 
     assert _evidence({"evidence": DEEP}) == {}
+
+
+def test_an_inventory_line_longer_than_its_bound_is_refused_unread(monkeypatch) -> None:
+    from pipelines.crawl import inventory_file
+
+    monkeypatch.setattr(inventory_file, "MAX_LINE_CHARS", 1000)
+    header = ('{"format": "logdir-gc-inventory", "version": 1, "written_at": "2026-01-01T00:00:00Z", "host": "h", '
+              '"log_dirs": ["/l"]}')
+    stream = io.StringIO(header + "\n" + "x" * 100_000 + "\n")
+    with pytest.raises(DecodeError, match="inventory line 2 is longer than 1000 characters"):
+        inventory_file.parse_inventory(stream)
+    assert stream.tell() <= len(header) + 1 + 1001
