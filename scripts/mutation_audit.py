@@ -348,8 +348,8 @@ MUTATIONS = [
     Mutation(
         "quarantine opened by path after validation",
         E + "quarantine.py",
-        "        return open_at(self.fd, components)",
-        "        return open_at(os.open(self.path, os.O_RDONLY | os.O_DIRECTORY), components)",
+        "        return fd\n\n    @property\n    def device",
+        "        return os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)\n\n    @property\n    def device",
     ),
     Mutation(
         "open_path follows links in the path",
