@@ -135,7 +135,7 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
         if stopped is not None:  # nothing can be written without the JVM: crawl_runs gets no outcome (not succeeded)
             raise stopped from None
         progress(f"run {run_id} failed; marking it failed in crawl_runs")
-        mark_run_failed(store, run_id, progress)
+        mark_run_failed(store, config.cluster, run_id, progress)
         if is_transient(exc):
             raise as_storage_error(exc, store) from None
         raise
@@ -158,11 +158,11 @@ def spark_step(spark: Any, name: str) -> Iterator[None]:
         sc.setLocalProperty(STEP_PROPERTY, None)
 
 
-def mark_run_failed(store: TableStore, run_id: str, progress: Progress) -> None:
+def mark_run_failed(store: TableStore, cluster: str, run_id: str, progress: Progress) -> None:
     """Best effort: ``crawl_runs.status = failed`` for the run (the store may still be unreachable)."""
     try:
         if store.exists("crawl_runs"):
-            store.update("crawl_runs", {"run_id": run_id}, {"status": "failed"})
+            store.update("crawl_runs", {"cluster": cluster, "run_id": run_id}, {"status": "failed"})
     except Exception as exc:
         progress(f"could not mark run {run_id} failed: {one_line(exc)}")
 

@@ -42,7 +42,7 @@ def tracked(store: TableStore, table: str, running: Mapping[str, Any], body: Cal
     effort: a second failure there is not allowed to hide the first) and the error goes on. ``reader``: a store that
     looks for the rerun's row without a Spark job (delta-rs over the same warehouse); ``store`` when it cannot read it.
     """
-    where = {"run_id": running["run_id"]}
+    where = {"cluster": running["cluster"], "run_id": running["run_id"]}
     if _status_rows(store, table, where, reader):
         store.overwrite_partition(table, where, [{**running, "status": RUNNING}])
     try:
@@ -77,11 +77,12 @@ class Statuses:
 
 
 def require_predecessors(store: TableStore, run_id: str, step: str, known: Statuses | None = None, *,
-                         reader: TableStore | None = None) -> None:
+                         reader: TableStore | None = None, cluster: str | None = None) -> None:
     """Refuse ``step`` on a run whose crawl is missing, running or failed, or whose ingest did not succeed.
 
     ``known``: the statuses this process wrote itself (``logdir-gc run``), instead of reading them back.
-    ``reader`` as in :func:`tracked`.
+    ``reader`` as in :func:`tracked`. ``cluster``: the run's cluster (one warehouse holds a fleet's runs); any
+    cluster's row of the run id when None.
 
     Raises:
         StepRefused: one line naming the run, the step that did not succeed and its status.
@@ -89,7 +90,8 @@ def require_predecessors(store: TableStore, run_id: str, step: str, known: Statu
     def status(table: str, known_status: str | None) -> str | None:
         if known is not None:
             return known_status
-        rows = _status_rows(store, table, {"run_id": run_id}, reader)
+        where = {"run_id": run_id} if cluster is None else {"cluster": cluster, "run_id": run_id}
+        rows = _status_rows(store, table, where, reader)
         return rows[0]["status"] if rows else None
 
     crawl_status = status("crawl_runs", known.crawl if known else None)

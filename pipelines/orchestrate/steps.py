@@ -10,6 +10,7 @@ snapshot restating the same topic does not add it again (its offset within the s
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,8 +42,20 @@ partition by partition (``plan_inputs``)."""
 
 
 def new_run_id(now: datetime | None = None) -> str:
-    """Sortable run id from the clock: ``20240601T120000Z``."""
-    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    """A run id that sorts by time and is unique across the clusters of one warehouse: the clock to the second and
+    32 random bits, ``20240601T120000Z-3f2a9c1e`` (two clusters' runs starting in the same second differ)."""
+    return f"{(now or datetime.now(timezone.utc)):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+
+
+def run_key(config: AppConfig, run_id: str) -> dict[str, str]:
+    """What a run's rows are written, replaced and read by: (cluster, run id); one warehouse holds a fleet."""
+    return {"cluster": config.cluster, "run_id": run_id}
+
+
+def _of_run(df: Any, config: AppConfig, run_id: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return df.where((F.col("cluster") == config.cluster) & (F.col("run_id") == run_id))
 
 
 def plans_dir(config: AppConfig) -> str:
@@ -76,7 +89,7 @@ def crawl_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id
     from pipelines.crawl.local_crawl import run_row
     from pipelines.crawl.spark_crawl import crawl
 
-    run = {"run_id": run_id}
+    run = run_key(config, run_id)
     kept: dict[str, Any] = {"cluster_ids": ()}
 
     def body() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -154,7 +167,7 @@ def ingest_metadata_step(store: TableStore, config: AppConfig, run_id: str,
         def write_image() -> None:
             tables = image_tables(image, run_id=run_id, cluster=config.cluster, source=source)
             counts.update({name.removeprefix("controller_"): rows.num_rows for name, rows in tables.items()})
-            run_writes([partial(store.overwrite_partition, name, {"run_id": run_id}, rows)
+            run_writes([partial(store.overwrite_partition, name, run_key(config, run_id), rows)
                         for name, rows in tables.items()], spark=threads)
             if keep_small and counts["partitions"] + len(loaded.events) <= SMALL_RUN_ROWS:
                 kept["detect_inputs"] = {name: store.as_frame(name, rows) for name, rows in tables.items()}
@@ -203,7 +216,7 @@ def detect_inputs(store: TableStore, cluster: str, run_id: str) -> dict[str, Any
     from pyspark.sql import functions as F
 
     def of_run(table: str) -> Any:
-        return store.read(table).where(F.col("run_id") == run_id)
+        return store.read(table).where((F.col("cluster") == cluster) & (F.col("run_id") == run_id))
 
     return {
         "partition_dirs": of_run("partition_dirs"), "controller_topics": of_run("controller_topics"),
@@ -235,7 +248,7 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
 
     from pipelines.detect.spark_detect import detect
 
-    require_predecessors(store, run_id, "detect", known, reader=status_reader(store, config))
+    require_predecessors(store, run_id, "detect", known, reader=status_reader(store, config), cluster=config.cluster)
     inputs = {**detect_inputs(store, config.cluster, run_id), **(given or {})}
     if cache_inputs:
         inputs = {name: df.persist(StorageLevel.MEMORY_AND_DISK) for name, df in inputs.items()}
@@ -243,8 +256,8 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
         findings = detect(spark, **inputs, config=config.detect, now=now or datetime.now(timezone.utc))
         if keep:
             findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
-        store.overwrite_partition("findings", {"run_id": run_id}, findings)
-        written = findings if keep else store.read("findings").where(F.col("run_id") == run_id)
+        store.overwrite_partition("findings", run_key(config, run_id), findings)
+        written = findings if keep else _of_run(store.read("findings"), config, run_id)
         summary = (
             written
             .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
@@ -285,8 +298,8 @@ def plan_store(config: AppConfig) -> TableStore:
 
 
 def plan_inputs(spark: SparkSession, store: TableStore, run_id: str, findings: Any = None,
-                cluster_ids: tuple[str, ...] | None = None, plannable: int | None = None,
-                ) -> tuple[Iterator[Any], Iterator[Any], str | None]:
+                cluster_ids: tuple[str, ...] | None = None, plannable: int | None = None, *,
+                cluster: str | None = None) -> tuple[Iterator[Any], Iterator[Any], str | None]:
     """The findings ``emit_plan`` needs, streamed to the driver: the live rows of the (broker, topic, partition)s
     that have plannable rows (the JBOD rules compare candidates with them; read first, small facts kept), then the
     plannable rows themselves (each re-checked as it arrives, never all held); and the one cluster.id the crawl saw.
@@ -299,13 +312,17 @@ def plan_inputs(spark: SparkSession, store: TableStore, run_id: str, findings: A
     """
     from pyspark.sql import functions as F
 
+    def of_run(table: str) -> Any:
+        df = store.read(table).where(F.col("run_id") == run_id)
+        return df if cluster is None else df.where(F.col("cluster") == cluster)
+
     if findings is None:
-        findings = store.read("findings").where(F.col("run_id") == run_id)
+        findings = of_run("findings")
     candidates = findings.where(F.col("plannable"))
     keys = candidates.select("broker_id", "topic", "partition").distinct()
     live = findings.where(F.col("kind") == "live").join(keys, ["broker_id", "topic", "partition"], "left_semi")
     if cluster_ids is None:
-        ids = [r[0] for r in store.read("log_dirs").where(F.col("run_id") == run_id)
+        ids = [r[0] for r in of_run("log_dirs")
                .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().limit(2).collect()]
     else:
         ids = list(dict.fromkeys(cluster_ids))[:2]
@@ -336,9 +353,10 @@ def plan_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id:
     from pipelines.plan.emit import emit_plan
     from pipelines.tables.object_store import warehouse_storage
 
-    require_predecessors(store, run_id, "plan", known, reader=status_reader(store, config))
+    require_predecessors(store, run_id, "plan", known, reader=status_reader(store, config), cluster=config.cluster)
     view = view or load_controller_view(config.metadata)
-    live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings, cluster_ids, plannable)
+    live, candidates, cluster_id = plan_inputs(spark, store, run_id, findings, cluster_ids, plannable,
+                                               cluster=config.cluster)
     out_dir = plans_dir(config)
     plan = emit_plan(candidates, view.image, live_rows=live, cluster=config.cluster, run_id=run_id,
                      created_by=created_by, policy=config.policy, out_dir=out_dir, config=config.detect, now=now,

@@ -125,7 +125,7 @@ def test_a_small_run_detects_from_what_crawl_and_ingest_kept_as_from_the_tables(
     ingested, _ = ingest_metadata_step(store, config, "r1", keep_small=True)
     given = {**crawled.frames["detect_inputs"], **ingested.frames["detect_inputs"]}
     assert set(given) == {"log_dirs", "partition_dirs", "controller_topics", "controller_partitions",
-                          "controller_brokers"}
+                          "controller_brokers", "controller_broker_configs"}
     known = Statuses(crawl=crawled.counts["status"], ingest=SUCCEEDED)
 
     def findings(inputs: dict[str, Any] | None) -> Callable[[], list[dict[str, Any]]]:
