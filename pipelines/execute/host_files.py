@@ -57,8 +57,8 @@ def vet_config_file(path: str | os.PathLike[str]) -> Path:
     if not os.path.exists(path):  # worded as the config loader words it (a documented message)
         raise ConfigError(f"cannot read config {path}: {os.strerror(errno.ENOENT)}")
     vetted = vet_path(path, key="--config", rule=rule, trusted=config_uids())
-    if not stat.S_ISREG(vetted.st.st_mode):
-        raise refuse(rule, f"{os.path.abspath(path)} is not a regular file")
+    if not stat.S_ISREG(vetted.st.st_mode):  # as the config loader words it (exit 4), never opened
+        raise ConfigError(f"cannot read config {path}: not a regular file (FIFO, socket or device)")
     return vetted.real
 
 
