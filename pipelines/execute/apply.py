@@ -420,7 +420,8 @@ def _recover_renamed(area: QuarantineArea, item: PlanItem, pid: str, src: Path, 
                           fingerprint=m.fingerprint, bytes=m.bytes, device=m.device, inode=m.inode)
             journal.write(pid, item.item_id, "item", DONE, recovered=True)
             return ItemOutcome(item.item_id, str(src), "quarantined", "recovered after a crash", m.bytes, str(dst))
-        rule, reason = mismatch
+        rule, why = mismatch
+        reason = f"{dst} exists but does not match its manifest: [{rule}] {why}"
         if rule == "identity_changed":
             with open_dir(src.parent) as src_fd, area.open_at([pid, item.item_id]) as dst_fd:
                 reason, moved_back = _move_back(src_fd, dst_fd, item.dir_name, reason)
