@@ -35,6 +35,7 @@ from typing import Any
 from pipelines.config.models import AppConfig, BrokerConfig
 from pipelines.errors import HostIOError, PipelinesError, PreconditionFailed
 from pipelines.execute.absence_log import AbsenceLog
+from pipelines.execute.confine import ConfinementError, check_log_dir
 from pipelines.execute.controller_check import ControllerCheck, load_controller_check
 from pipelines.execute.faults import fault_point
 from pipelines.execute.journal import DONE, FAILED, INTENT, SKIPPED, Journal, JournalRecord, item_state
@@ -173,8 +174,16 @@ def apply_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: in
             report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", "skipped",
                                             f"log dir {item.log_dir} is not registered for broker {broker_id}",
                                             rule="confinement"))
-        else:
-            items.append(item)
+            continue
+        try:  # a log dir reached through a link: its items are skipped, its quarantine never opened
+            check_log_dir(item.log_dir.rstrip("/"))
+        except ConfinementError as exc:
+            report.items.append(ItemOutcome(item.item_id, f"{item.log_dir}/{item.dir_name}", "skipped", str(exc),
+                                            rule="confinement"))
+            continue
+        except OSError:
+            pass  # a log dir that cannot be looked at: the host binding refuses the run, as before
+        items.append(item)
     log_dirs = sorted({i.log_dir.rstrip("/") for i in items})
     for d in log_dirs:
         check_host(plan, broker_id, d, [i for i in items if i.log_dir.rstrip("/") == d])
