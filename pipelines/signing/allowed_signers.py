@@ -92,9 +92,11 @@ def parse_openssh_time(text: str) -> datetime | None:
     return naive.replace(tzinfo=timezone.utc) if m.group(4) else naive.astimezone()
 
 
-def _split_fields(line: str) -> list[str]:
-    """Whitespace-separated fields; double quotes keep spaces inside a field."""
-    fields, current, quoted = [], [], False
+def split_fields(line: str) -> tuple[list[str], bool]:
+    """Whitespace-separated fields (double quotes keep spaces inside a field), and whether a quote was left open."""
+    fields: list[str] = []
+    current: list[str] = []
+    quoted = False
     for ch in line:
         if ch == '"':
             quoted = not quoted
@@ -106,7 +108,7 @@ def _split_fields(line: str) -> list[str]:
         current.append(ch)
     if current:
         fields.append("".join(current))
-    return fields
+    return fields, quoted
 
 
 def _options(text: str) -> dict[str, str]:
@@ -125,7 +127,7 @@ def read_signer_lines(path: Path) -> list[SignerLine]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        fields = _split_fields(line)
+        fields, _ = split_fields(line)
         if len(fields) < 3:
             continue
         principals, rest = tuple(fields[0].split(",")), fields[1:]

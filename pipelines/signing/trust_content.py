@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pipelines.kafka.listing import read_regular_file
 from pipelines.plan.policy import refuse
-from pipelines.signing.allowed_signers import parse_openssh_time
+from pipelines.signing.allowed_signers import parse_openssh_time, split_fields
 from pipelines.signing.openssh import last_line, run
 
 KRL_MAGIC = b"SSHKRL\n\0"
@@ -54,23 +54,10 @@ def _text(path: Path, data: bytes, rule: str) -> str:
 
 
 def _fields(line: str) -> list[str]:
-    """Whitespace-separated fields; double quotes keep spaces inside a field; an unclosed quote is an error."""
-    fields: list[str] = []
-    current: list[str] = []
-    quoted = False
-    for ch in line:
-        if ch == '"':
-            quoted = not quoted
-        if ch.isspace() and not quoted:
-            if current:
-                fields.append("".join(current))
-                current = []
-            continue
-        current.append(ch)
-    if quoted:
+    """``allowed_signers.split_fields``; an unclosed double quote is an error."""
+    fields, unclosed = split_fields(line)
+    if unclosed:
         raise _Bad("an unclosed double quote")
-    if current:
-        fields.append("".join(current))
     return fields
 
 
