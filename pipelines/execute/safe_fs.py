@@ -15,9 +15,9 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 
-from pipelines.kafka.listing import FileEntry
+from pipelines.kafka.listing import FileEntry, scanned_entries
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _RENAME_NOREPLACE = 1
@@ -86,21 +86,8 @@ def list_entries_at(dir_fd: int) -> list[FileEntry]:
     """The entries of the open directory ``dir_fd``, exactly as ``LocalLister.list_dir`` gives them for its path
     (a link's target stat, ``is_symlink`` set; a vanished entry with unknown size and time), read through the
     descriptor so the listing is of that very directory."""
-    out: list[FileEntry] = []
     with os.scandir(dir_fd) as it:
-        for e in it:
-            try:
-                st = e.stat(follow_symlinks=False)
-                is_link = stat.S_ISLNK(st.st_mode)
-                if is_link:
-                    with suppress(OSError):
-                        st = e.stat()
-                is_dir = stat.S_ISDIR(st.st_mode)
-            except OSError:
-                out.append(FileEntry(e.name, 0, 0, False))
-                continue
-            out.append(FileEntry(e.name, 0 if is_dir else st.st_size, st.st_mtime_ns, is_dir, is_link))
-    return out
+        return scanned_entries(it)
 
 
 def _check_name(name: str) -> None:

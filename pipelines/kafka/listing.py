@@ -15,7 +15,7 @@ import math
 import os
 import posixpath
 import stat as stat_mod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
@@ -58,6 +58,26 @@ def read_regular_file(path: str, limit: int | None = None, kind: str | None = No
     return bounded_read.read_regular_file(path, kind, limit)
 
 
+def scanned_entries(it: Iterator[os.DirEntry[str]]) -> list[FileEntry]:
+    """``FileEntry``s of one ``os.scandir`` (of a path or of a directory descriptor): a link is followed like Java's
+    ``File`` and marked ``is_symlink`` (a dangling one keeps its own stat); an entry that vanished between listing
+    and stat has unknown size and time."""
+    out: list[FileEntry] = []
+    for e in it:
+        try:
+            st = e.stat(follow_symlinks=False)
+            is_link = stat_mod.S_ISLNK(st.st_mode)
+            if is_link:
+                with contextlib.suppress(OSError):
+                    st = e.stat()
+            is_dir = stat_mod.S_ISDIR(st.st_mode)
+        except OSError:
+            out.append(FileEntry(e.name, 0, 0, False))
+            continue
+        out.append(FileEntry(e.name, 0 if is_dir else st.st_size, st.st_mtime_ns, is_dir, is_link))
+    return out
+
+
 class LocalLister:
     """The fast path: one ``os.scandir`` per directory."""
 
@@ -65,22 +85,8 @@ class LocalLister:
         return os.path.join(parent, name)
 
     def list_dir(self, path: str) -> list[FileEntry]:
-        out: list[FileEntry] = []
         with os.scandir(path) as it:
-            for e in it:
-                try:
-                    st = e.stat(follow_symlinks=False)
-                    is_link = stat_mod.S_ISLNK(st.st_mode)
-                    if is_link:  # follow it like Java's File; a dangling link keeps its own stat
-                        with contextlib.suppress(OSError):
-                            st = e.stat()
-                    is_dir = stat_mod.S_ISDIR(st.st_mode)
-                except OSError:
-                    # vanished between listing and stat: report it with unknown size/time
-                    out.append(FileEntry(e.name, 0, 0, False))
-                    continue
-                out.append(FileEntry(e.name, 0 if is_dir else st.st_size, st.st_mtime_ns, is_dir, is_link))
-        return out
+            return scanned_entries(it)
 
     def read_bytes(self, path: str, limit: int | None = None) -> bytes:
         return read_regular_file(path, limit)
