@@ -89,6 +89,7 @@ __all__ = [
     "render_report",
     "review_policy",
     "review_summary",
+    "shown_frame",
     "signature_status",
     "table_history",
     "top_topics",
