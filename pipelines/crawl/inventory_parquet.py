@@ -39,6 +39,7 @@ from pipelines.crawl.listing import (
     wanted_content,
 )
 from pipelines.errors import DecodeError
+from pipelines.kafka.bounded_read import FileTooLarge
 from pipelines.kafka.dir_summary import DirSummary, summarize_entries
 from pipelines.kafka.fast_init import fast_constructor
 from pipelines.kafka.listing import FileEntry
@@ -243,6 +244,8 @@ _OSERRORS: dict[str, tuple[type[OSError], int]] = {
 
 def _oserror(error_class: str | None, reason: str | None, path: str) -> OSError:
     """The error as the lister raised it: its class, ``strerror`` the recorded reason, ``filename`` the path."""
+    if error_class == "FileTooLarge":
+        return FileTooLarge.recorded(reason or "", path)
     cls, code = _OSERRORS.get(error_class or "", (OSError, errno.EIO))
     return cls(code, reason or "", path)
 

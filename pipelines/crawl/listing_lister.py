@@ -102,10 +102,10 @@ class ListingLister:
             if listing.reader is None:
                 raise FileNotFoundError(errno.ENOENT, "content was not prefetched", full)
             if entry.size > limit:
-                raise bounded_read.FileTooLarge(full, limit, "file")
+                raise bounded_read.FileTooLarge(full, limit, bounded_read.kind_of(full))
             data = listing.reader(full)
         if len(data) > limit:
-            raise bounded_read.FileTooLarge(full, limit, "file")
+            raise bounded_read.FileTooLarge(full, limit, bounded_read.kind_of(full))
         return data
 
     def dir_mtime_ns(self, path: str) -> int | None:

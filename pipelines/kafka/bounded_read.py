@@ -87,6 +87,14 @@ class FileTooLarge(OSError):
         self.limit = limit
         self.kind = kind
 
+    @classmethod
+    def recorded(cls, reason: str, path: str) -> FileTooLarge:
+        """The error as an inventory recorded it: its reason and path (the limit and kind are in the reason)."""
+        exc = cls.__new__(cls)
+        OSError.__init__(exc, errno.EFBIG, reason, path)
+        exc.limit, exc.kind = 0, ""
+        return exc
+
 
 def limit_for(kind: str) -> int:
     return LIMITS.get(kind, DEFAULT_LIMIT)

@@ -209,11 +209,8 @@ def _read_small(lister: Lister, path: str, contents: Mapping[str, bytes], name: 
                 what: str) -> bytes | None:  # fmt: skip
     """File ``name`` of partition dir ``path``: as the lister read it while listing (``contents``), else now."""
     data = contents.get(name)
-    if data is None:
+    if data is None or len(data) > limit_for(what):  # above its limit: refused by the lister, as when not read
         return _read(lister, lister.join(path, name), problems, what)
-    if len(data) > limit_for(what):
-        problems.append(_too_large(what, limit_for(what), lister.join(path, name)))
-        return None
     return data
 
 
