@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pipelines.config.models import AppConfig
+from pipelines.crawl.backends.registry import local_path, scheme_of
 from pipelines.errors import ConfigError
 from pipelines.plan.policy import refuse
 from pipelines.signing.owned_path import check_node, vet_path
@@ -63,12 +64,11 @@ def vet_config_file(path: str | os.PathLike[str]) -> Path:
 
 
 def local_file_path(url: str | None) -> str | None:
-    """``url`` as a local path (plain or ``file://``), or None for a remote URL or nothing."""
-    if not url:
+    """``url`` as a local path when the local backend would read it (a plain path, ``file://``, ``local://``: the
+    crawl's own ``registry.local_path``), or None for a remote URL or nothing."""
+    if not url or scheme_of(url) not in ("local", "file"):
         return None
-    if url.startswith("file://"):
-        return url[len("file://"):]
-    return None if "://" in url else url
+    return local_path(url)
 
 
 def vet_metadata_source(config: AppConfig) -> None:

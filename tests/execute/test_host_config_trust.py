@@ -155,6 +155,11 @@ def test_a_metadata_copy_owned_by_another_user_is_refused(
                   "--config", str(cfg))
     assert f"{segment} is owned by uid {OTHER_UID}" in err
     assert tree_digest(w.log_dir) == before
+    for url in (f"local://{source}", f"file://{source}"):  # every spelling the local backend reads is vetted
+        document = config_of(w)
+        document["metadata"]["source"] = url
+        named = write_config(tmp_path / "etc" / "config.yaml", document)
+        refused(capsys, "metadata_source_permissions", "apply", "plan-1", "--broker", "1", "--config", str(named))
     os.chown(segment, 0, -1)
     os.chown(source, OTHER_UID, -1)  # the directory: they could add a segment
     refused(capsys, "metadata_source_permissions", "apply", "plan-1", "--broker", "1", "--config", str(cfg))
