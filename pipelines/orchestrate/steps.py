@@ -52,10 +52,12 @@ def run_key(config: AppConfig, run_id: str) -> dict[str, str]:
     return {"cluster": config.cluster, "run_id": run_id}
 
 
-def _of_run(df: Any, config: AppConfig, run_id: str) -> Any:
+def of_run(store: TableStore, table: str, cluster: str | None, run_id: str) -> Any:
+    """``table``'s rows of the run, by (cluster, run id); of any cluster's run with that id when ``cluster`` is None."""
     from pyspark.sql import functions as F
 
-    return df.where((F.col("cluster") == config.cluster) & (F.col("run_id") == run_id))
+    df = store.read(table).where(F.col("run_id") == run_id)
+    return df if cluster is None else df.where(F.col("cluster") == cluster)
 
 
 def plans_dir(config: AppConfig) -> str:
@@ -215,15 +217,11 @@ def detect_inputs(store: TableStore, cluster: str, run_id: str) -> dict[str, Any
     the cluster's event history (keyword names of ``pipelines.detect.spark_detect.detect``)."""
     from pyspark.sql import functions as F
 
-    def of_run(table: str) -> Any:
-        return store.read(table).where((F.col("cluster") == cluster) & (F.col("run_id") == run_id))
-
+    per_run = ("partition_dirs", "controller_topics", "controller_partitions", "controller_brokers",
+               "controller_broker_configs", "log_dirs")
     return {
-        "partition_dirs": of_run("partition_dirs"), "controller_topics": of_run("controller_topics"),
-        "controller_partitions": of_run("controller_partitions"), "controller_brokers": of_run("controller_brokers"),
-        "controller_broker_configs": of_run("controller_broker_configs"),
+        **{table: of_run(store, table, cluster, run_id) for table in per_run},
         "metadata_events": store.read("metadata_events").where(F.col("cluster") == cluster),
-        "log_dirs": of_run("log_dirs"),
     }
 
 
@@ -257,7 +255,7 @@ def detect_step(spark: SparkSession, store: TableStore, config: AppConfig, run_i
         if keep:
             findings = findings.persist(StorageLevel.MEMORY_AND_DISK)
         store.overwrite_partition("findings", run_key(config, run_id), findings)
-        written = findings if keep else _of_run(store.read("findings"), config, run_id)
+        written = findings if keep else of_run(store, "findings", config.cluster, run_id)
         summary = (
             written
             .groupBy("class").agg(F.count("*").alias("dirs"), F.sum("bytes").alias("bytes"),
@@ -312,17 +310,13 @@ def plan_inputs(spark: SparkSession, store: TableStore, run_id: str, findings: A
     """
     from pyspark.sql import functions as F
 
-    def of_run(table: str) -> Any:
-        df = store.read(table).where(F.col("run_id") == run_id)
-        return df if cluster is None else df.where(F.col("cluster") == cluster)
-
     if findings is None:
-        findings = of_run("findings")
+        findings = of_run(store, "findings", cluster, run_id)
     candidates = findings.where(F.col("plannable"))
     keys = candidates.select("broker_id", "topic", "partition").distinct()
     live = findings.where(F.col("kind") == "live").join(keys, ["broker_id", "topic", "partition"], "left_semi")
     if cluster_ids is None:
-        ids = [r[0] for r in of_run("log_dirs")
+        ids = [r[0] for r in of_run(store, "log_dirs", cluster, run_id)
                .where(F.col("meta_cluster_id").isNotNull()).select("meta_cluster_id").distinct().limit(2).collect()]
     else:
         ids = list(dict.fromkeys(cluster_ids))[:2]
