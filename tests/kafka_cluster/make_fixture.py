@@ -116,7 +116,7 @@ def main() -> None:
             for b in (1, 2):
                 kafka.stop_broker(b)
         finally:
-            kafka.close()
+            kafka.close(grace_s=20)
         if args.out.exists():
             shutil.rmtree(args.out)
         copy_log_dir(kafka.controller.log_dirs[0], args.out / "controller")
