@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pipelines.config.duration import parse_duration_ms
 from pipelines.config.fleet import BrokersFromConfig
 from pipelines.config.metrics_config import MetricsConfig
+from pipelines.config.remote_tier import RemoteTierConfig
 
 #: The grace period can never be configured below this (cf. Iceberg's 24 h floor for orphan-file removal).
 MIN_GRACE_FLOOR_MS = 3_600_000
@@ -236,6 +237,8 @@ class AppConfig(_Strict):
     signing: SigningConfig = SigningConfig()
     spark: SparkConfig = SparkConfig()
     metrics: MetricsConfig = MetricsConfig()
+    remote_tier: RemoteTierConfig | None = Field(default=None, description="a KIP-405 remote tier to list and"
+                                                 " classify after detect (pipelines.config.remote_tier)")
 
     @model_validator(mode="after")
     def _unique_brokers(self) -> AppConfig:
