@@ -212,6 +212,12 @@ class ExecutorConfig(_Strict):
 class SigningConfig(_Strict):
     service_key: str | None = Field(default=None, description="key file the plan job signs each proposal with, as"
                                     " the plan's author (a .pub file when the key is in ssh-agent)")
+    allowed_signers: str | None = Field(default=None, description="the REVIEWERS' OpenSSH allowed_signers file: with"
+                                        " executor.require_signatures, plans list/show, the state machine, the review"
+                                        " notebook and the metrics count a decision only if its signature verifies"
+                                        " under it; default executor.allowed_signers")
+    revoked_keys: str | None = Field(default=None, description="the reviewers' revoked keys (key list or KRL); default"
+                                     " executor.revoked_keys when allowed_signers is not set here")
 
 
 class SparkConfig(_Strict):
