@@ -84,10 +84,22 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
+#: pydantic's words for the problems a config meets, in an operator's words.
+_PLAIN = {"extra_forbidden": "unknown key (conf/example.yaml shows every key)", "missing": "required key is missing"}
+
+
 def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "config"
-    return f"{where}: {err['msg']}"
+    msg = _PLAIN.get(err["type"], err["msg"].removeprefix("Value error, "))
+    return f"{where}: {msg}"
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """``line L, column C: problem`` of a YAML error, as the file's reader counts (from 1)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else problem
 
 
 def config_from_dict(data: dict[str, Any], *, origin: str = "config") -> AppConfig:
@@ -114,8 +126,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Ap
     except ConfigTooComplex as exc:
         raise ConfigError(f"{p}: refused: YAML {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise ConfigError(f"{p}: not valid YAML ({_yaml_problem(exc)})") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{p}: expected a mapping at the top level")
+        raise ConfigError(f"{p}: expected a mapping of keys (cluster:, warehouse:, ...) at the top level, "
+                          f"found {'nothing' if data is None else type(data).__name__}")
     data.update(overrides or {})
     return config_from_dict(data, origin=str(p))
