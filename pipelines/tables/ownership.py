@@ -33,7 +33,7 @@ ENGINE_NAMES: Mapping[str, str] = MappingProxyType({SPARK: "delta-spark (the Spa
 
 _SPARK_TABLES = ("crawl_runs", "ingest_runs", "log_dirs", "partition_dirs", "segment_files", "crawl_errors",
                  "controller_topics", "controller_partitions", "controller_brokers", "controller_broker_configs",
-                 "metadata_events", "findings")
+                 "metadata_events", "findings", "remote_objects", "remote_log_segments", "remote_findings")
 _RUST_TABLES = ("gc_plans", "gc_plan_items", "gc_plan_audit", "gc_plan_signatures", "gc_journal")
 
 #: table name → the engine that writes it.

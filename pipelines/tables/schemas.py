@@ -204,6 +204,47 @@ FINDINGS = _t(
     ("fingerprint", "string"), ("directory_id", "string"), ("detected_at", "timestamp"),
 )
 
+_SEGMENT = (("topic", "string"), ("topic_id", "string", "base64url"), ("partition", "int"),
+            ("segment_id", "string", "RemoteLogSegmentId's id, base64url"))
+
+REMOTE_OBJECTS = _t(
+    "remote_objects", "One row per object of the remote tier (KIP-405) per run, listed through fsspec or read from an"
+    " S3 Inventory report; a key that fits no layout, or an entry the listing could not read, is an error row (never"
+    " planned).", ("run_id",),
+    *_RUN, ("key", "string", "relative to remote_tier.location"), ("size", "long", "bytes, as listed"),
+    ("last_modified", "timestamp"), ("etag", "string", "without quotes"), *_SEGMENT,
+    ("start_offset", "long"), ("object_kind", "string", "the key's suffix: log, indexes, rsm-manifest, index, ..."),
+    ("error", "string", "why the key is an error row; null when parsed"),
+)
+
+REMOTE_LOG_SEGMENTS = _t(
+    "remote_log_segments", "The replayed `__remote_log_metadata`, per run: one row per remote segment with its latest"
+    " state as the broker's cache holds it, and one row per partition delete state (`segment_id` null).", ("run_id",),
+    *_RUN, *_SEGMENT,
+    ("state", "string", "COPY_SEGMENT_STARTED | COPY_SEGMENT_FINISHED | DELETE_SEGMENT_STARTED |"
+     " DELETE_SEGMENT_FINISHED | DELETE_PARTITION_MARKED | DELETE_PARTITION_STARTED | DELETE_PARTITION_FINISHED"),
+    ("event_time", "timestamp", "the latest accepted event"),
+    ("first_event_time", "timestamp", "the first accepted event"),
+    ("start_offset", "long"), ("end_offset", "long"), ("segment_bytes", "long", "the metadata's size (compare only;"
+     " bytes are the listing's)"), ("broker_id", "int", "broker of the latest accepted event"),
+    ("max_timestamp", "timestamp"), ("leader_epochs", "string", "JSON [[epoch, start offset], ...]"),
+    ("metadata_partition", "int", "where the latest accepted event was read"), ("metadata_offset", "long"),
+    ("metadata_partitions", "array<int>", "every metadata partition holding an event of it"),
+    ("base_missing", "bool", "its COPY_SEGMENT_STARTED record was not read"),
+    ("dropped_events", "int", "its events Kafka's cache would drop"),
+)
+
+REMOTE_FINDINGS = _t(
+    "remote_findings", "One row per remote segment with listed objects per run, with its class (remote_ok included)."
+    " Plan items join it with `remote_objects` on (cluster, run_id, topic_id, partition, segment_id).", ("run_id",),
+    *_RUN, *_SEGMENT, ("start_offset", "long"),
+    ("class", "string", "remote_deleted_topic | remote_copy_incomplete | remote_delete_incomplete |"
+     " remote_delete_leaked | remote_untracked | remote_outside_lineage | remote_ok"),
+    ("reason", "string", "every fact, and when not plannable every reason why"),
+    ("bytes", "long", "sum of its objects' listed sizes"), ("objects", "int"),
+    ("plannable", "bool"), ("garbage_since", "timestamp", "grace clock start (null for classes never planned)"),
+)
+
 GC_PLANS = _t(
     "gc_plans", "One row per plan; status changes are Delta transactions.", (),
     ("plan_id", "string"), ("cluster", "string"), ("created_at", "timestamp"), ("created_by", "string"),
@@ -255,7 +296,8 @@ ALL_TABLES: MappingProxyType[str, TableSchema] = MappingProxyType(
         for t in (
             CRAWL_RUNS, INGEST_RUNS, LOG_DIRS, PARTITION_DIRS, SEGMENT_FILES, CRAWL_ERRORS, CONTROLLER_TOPICS,
             CONTROLLER_PARTITIONS, CONTROLLER_BROKERS, CONTROLLER_BROKER_CONFIGS, METADATA_EVENTS, FINDINGS,
-            GC_PLANS, GC_PLAN_ITEMS, GC_PLAN_AUDIT, GC_PLAN_SIGNATURES, GC_JOURNAL,
+            GC_PLANS, GC_PLAN_ITEMS, GC_PLAN_AUDIT, GC_PLAN_SIGNATURES, GC_JOURNAL, REMOTE_OBJECTS,
+            REMOTE_LOG_SEGMENTS, REMOTE_FINDINGS,
         )
     }
 )
