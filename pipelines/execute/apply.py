@@ -35,6 +35,7 @@ from typing import Any
 from pipelines.config.models import AppConfig, BrokerConfig
 from pipelines.errors import HostIOError, PipelinesError, PreconditionFailed
 from pipelines.execute.absence_log import AbsenceLog
+from pipelines.execute.broker_entry import broker_config
 from pipelines.execute.confine import ConfinementError, check_log_dir
 from pipelines.execute.controller_check import ControllerCheck, load_controller_check
 from pipelines.execute.faults import fault_point
@@ -109,13 +110,6 @@ def host_log_dirs(config: AppConfig) -> list[str]:
     """Every local log dir the config registers, of any broker (a quarantine root may contain none of them)."""
     return [os.path.normpath(d[len("file://"):] if d.startswith("file://") else d)
             for b in config.brokers for d in b.log_dirs if "://" not in d or d.startswith("file://")]
-
-
-def broker_config(config: AppConfig, broker_id: int) -> BrokerConfig:
-    for b in config.brokers:
-        if b.broker_id == broker_id:
-            return b
-    raise PreconditionFailed(f"broker {broker_id} is not in the config's brokers")
 
 
 def state_dir(config: AppConfig, broker: BrokerConfig) -> Path:

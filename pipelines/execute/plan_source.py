@@ -21,8 +21,11 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from pipelines.config.models import AppConfig
 from pipelines.errors import PlanError, PolicyViolation, PreconditionFailed
+from pipelines.execute.broker_entry import broker_config
 from pipelines.kafka.listing import read_regular_file
 from pipelines.kafka.meta_properties import read_meta_properties
 from pipelines.plan import approval
@@ -46,8 +49,16 @@ def read_plan_file(path: str | Path) -> GcPlan:
         raise PlanError(f"cannot read plan file {path}: {exc.strerror or exc}") from None
     try:
         return GcPlan.from_json(text)
-    except ValueError as exc:
-        raise PlanError(f"plan file {path} is invalid or tampered: {str(exc).splitlines()[0]}") from None
+    except ValidationError as exc:
+        raise PlanError(f"plan file {path} is invalid or tampered: {_plan_problem(exc)}") from None
+
+
+def _plan_problem(exc: ValidationError) -> str:
+    """The first problem pydantic found in a plan document, in its words, with where it is."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}{more}"
 
 
 def host_cluster_id(config: AppConfig, broker_id: int) -> str:
@@ -55,9 +66,7 @@ def host_cluster_id(config: AppConfig, broker_id: int) -> str:
 
     Raises PreconditionFailed when no log dir has a readable one, or two disagree.
     """
-    broker = next((b for b in config.brokers if b.broker_id == broker_id), None)
-    if broker is None:
-        raise PreconditionFailed(f"broker {broker_id} is not in the config's brokers")
+    broker = broker_config(config, broker_id)
     seen: dict[str, str] = {}
     problems: list[str] = []
     for url in broker.log_dirs:
