@@ -38,7 +38,8 @@ def _brokers(app: AppConfig, broker: int | None) -> list[int]:
         raise ConfigError("the config lists no brokers: name this host's broker under `brokers:` (with its log "
                           "dirs), or say which one with --broker ID")
     if len(app.brokers) != 1:
-        raise ConfigError(f"the config lists {len(app.brokers)} brokers; say which one with --broker ID")
+        raise ConfigError(f"the config lists {len(app.brokers)} brokers "
+                          f"({', '.join(str(b.broker_id) for b in app.brokers)}); say which one with --broker ID")
     return [app.brokers[0].broker_id]
 
 
@@ -64,13 +65,13 @@ def _nothing_said(plan_id: str, broker: int, **empty: object) -> tuple[dict[str,
             f"nothing for broker {broker} in {plan_id}")
 
 
-def _duration(text: str | None) -> int | None:
+def _duration(text: str | None, option: str = "--older-than") -> int | None:
     if text is None:
         return None
     try:
         return parse_duration_ms(text)
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
 
 
 @click.command("apply")

@@ -170,7 +170,8 @@ def approve(plan_id: str, by: str, comment: str, brokers: tuple[int, ...], valid
         record = approval.approve(store, plan_id, by=by, policy=app.policy, comment=comment, detect_grace_ms=grace)
     else:
         record, row = approve_signed(store, plan_id, by=by, policy=app.policy, key=key, comment=comment,
-                                     brokers=brokers, valid_for_ms=_duration(valid_for), detect_grace_ms=grace)
+                                     brokers=brokers, valid_for_ms=_duration(valid_for, "--valid-for"),
+                                     detect_grace_ms=grace)
     emit(as_json, {**_summary(record), "signature": _row(row)},
          f"{shown(plan_id)}: {shown(record.status)} (approvals: {', '.join(shown(a) for a in record.approvals)})"
          f"{_signed_line(row)}")
