@@ -44,6 +44,12 @@ def is_transient(exc: BaseException) -> bool:
     return bool(_TRANSIENT.search(_text_of(exc)))
 
 
+def _store_refusal(exc: BaseException) -> bool:
+    """True for the object-store client's own error (delta-rs raises a bare ``OSError`` without errno), as opposed
+    to a local file error (an ``OSError`` subclass, or one with an errno) or any other exception."""
+    return type(exc) is OSError and exc.errno is None
+
+
 def _text_of(exc: BaseException) -> str:
     text = str(exc)
     java = getattr(exc, "java_exception", None)  # Py4JJavaError: the Java side holds the useful message
@@ -75,6 +81,9 @@ def retry_transient(operation: Callable[[], T], *, where: str, redact: Callable[
             return operation()
         except Exception as exc:
             if not is_transient(exc):
+                if _store_refusal(exc):  # e.g. no credentials: retrying cannot help, and a traceback hides why
+                    raise StorageUnavailable(redact(f"the object store at {where} refused the request (not "
+                                                    f"retried): {one_line(exc)}")) from None
                 raise
             if attempt + 1 == policy.attempts:
                 raise StorageUnavailable(redact(
