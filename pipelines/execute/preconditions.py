@@ -176,7 +176,7 @@ def check_budgets(host: HostRules, broker_id: int, verified: Iterable[VerifiedIt
     size = done_bytes + sum(v.bytes for v in items)
     if host.max_broker_items is not None and count > host.max_broker_items:
         raise rules.refuse("max_broker_items", f"broker {broker_id} would quarantine {count} items, the host's "
-                           f"budget is {host.max_broker_items}")
+                           f"budget is {host.max_broker_items} (policy.max_broker_items)")
     if host.max_broker_bytes is not None and size > host.max_broker_bytes:
         raise rules.refuse("max_broker_bytes", f"broker {broker_id} would quarantine {size} bytes (measured on "
-                           f"disk), the host's budget is {host.max_broker_bytes}")
+                           f"disk), the host's budget is {host.max_broker_bytes} (policy.max_broker_bytes)")

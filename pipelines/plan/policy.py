@@ -55,9 +55,11 @@ def check_plan(plan: GcPlan, policy: PolicyConfig, *, detect_grace_ms: int | Non
     below ``policy.min_grace_ms`` (itself never below the floor).
     """
     if policy.max_plan_items is not None and len(plan.items) > policy.max_plan_items:
-        raise refuse("max_plan_items", f"plan has {len(plan.items)} items, budget is {policy.max_plan_items}")
+        raise refuse("max_plan_items", f"plan {plan.plan_id} has {len(plan.items)} items, budget is "
+                     f"{policy.max_plan_items} (policy.max_plan_items)")
     if policy.max_plan_bytes is not None and plan.total_bytes > policy.max_plan_bytes:
-        raise refuse("max_plan_bytes", f"plan reclaims {plan.total_bytes} bytes, budget is {policy.max_plan_bytes}")
+        raise refuse("max_plan_bytes", f"plan {plan.plan_id} reclaims {plan.total_bytes} bytes, budget is "
+                     f"{policy.max_plan_bytes} (policy.max_plan_bytes)")
     items: dict[int, int] = defaultdict(int)
     size: dict[int, int] = defaultdict(int)
     for item in plan.items:
@@ -66,10 +68,12 @@ def check_plan(plan: GcPlan, policy: PolicyConfig, *, detect_grace_ms: int | Non
     for broker in sorted(items):
         if policy.max_broker_items is not None and items[broker] > policy.max_broker_items:
             raise refuse("max_broker_items",
-                         f"broker {broker} has {items[broker]} items, budget is {policy.max_broker_items}")
+                         f"plan {plan.plan_id}: broker {broker} has {items[broker]} items, budget is "
+                         f"{policy.max_broker_items} (policy.max_broker_items)")
         if policy.max_broker_bytes is not None and size[broker] > policy.max_broker_bytes:
             raise refuse("max_broker_bytes",
-                         f"broker {broker} reclaims {size[broker]} bytes, budget is {policy.max_broker_bytes}")
+                         f"plan {plan.plan_id}: broker {broker} reclaims {size[broker]} bytes, budget is "
+                         f"{policy.max_broker_bytes} (policy.max_broker_bytes)")
     patterns = (*ALWAYS_PROTECTED, *policy.protected_topic_patterns)
     for item in plan.items:
         hit = _protected(item.topic, patterns)
@@ -77,7 +81,8 @@ def check_plan(plan: GcPlan, policy: PolicyConfig, *, detect_grace_ms: int | Non
             raise refuse("protected_topic", f"item {item.item_id} is topic {item.topic!r}, protected by {hit!r}")
     floor = max(policy.min_grace_ms, MIN_GRACE_FLOOR_MS)
     if detect_grace_ms is not None and detect_grace_ms < floor:
-        raise refuse("min_grace", f"plan was detected with grace {detect_grace_ms} ms, policy minimum is {floor} ms")
+        raise refuse("min_grace", f"plan {plan.plan_id} was detected with grace {detect_grace_ms} ms "
+                     f"(detect.grace_ms), policy minimum is {floor} ms (policy.min_grace_ms)")
 
 
 def check_approver(plan: GcPlan, policy: PolicyConfig, approver: str, existing: Iterable[str]) -> None:
