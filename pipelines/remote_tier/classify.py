@@ -155,7 +155,8 @@ def classify_remote(
     manifests: Mapping[SegmentKey, ManifestWitness | str] | None = None,
     lineages: Mapping[tuple[Uuid, int], Lineage] | None = None,
 ) -> list[RemoteFinding]:
-    """One finding per segment that has listed objects (error rows of the listing are skipped: never planned).
+    """One finding per segment that has listed objects. Error rows of the listing are never planned; one whose key
+    names a segment makes that segment not plannable (a key of it could not be listed as it is).
 
     ``manifests`` maps a segment to its parsed ``.rsm-manifest`` or to the error met reading it.
 
@@ -165,13 +166,18 @@ def classify_remote(
     if grace_ms < MIN_GRACE_FLOOR_MS:
         raise ValueError(f"grace must be at least {MIN_GRACE_FLOOR_MS // 60000} minutes (floor)")
     groups: dict[SegmentKey, list[RemoteObjectRow]] = {}
+    unlisted: dict[SegmentKey, list[str]] = {}
     for row in objects:
-        seg_key = row.segment
-        if seg_key is not None:
+        seg_key = row.named_segment
+        if seg_key is None:
+            continue
+        if row.error is None:
             groups.setdefault(seg_key, []).append(row)
+        else:
+            unlisted.setdefault(seg_key, []).append(row.error)
     findings = [
         _classify_one(k, rows, image.segments.get(k), image, controller, coverage, now_ms, grace_ms, plan_untracked,
-                      (manifests or {}).get(k), (lineages or {}).get(k[:2]))
+                      (manifests or {}).get(k), (lineages or {}).get(k[:2]), unlisted.get(k, ()))
         for k, rows in groups.items()
     ]
     findings.sort(key=lambda f: (f.topic, str(f.topic_id), f.partition, f.start_offset, str(f.segment_id)))
@@ -181,7 +187,7 @@ def classify_remote(
 def _classify_one(
     k: SegmentKey, rows: list[RemoteObjectRow], seg: ReplayedSegment | None, image: RemoteMetadataImage,
     controller: ControllerTopics, coverage: MetadataCoverage, now_ms: int, grace_ms: int, plan_untracked: bool,
-    manifest: ManifestWitness | str | None, lineage: Lineage | None,
+    manifest: ManifestWitness | str | None, lineage: Lineage | None, unlisted: Iterable[str] = (),
 ) -> RemoteFinding:
     topic_id, partition, segment_id = k
     first = rows[0]
@@ -192,6 +198,8 @@ def _classify_one(
     facts: list[str] = []
     blockers: list[str] = []
 
+    for problem in unlisted:
+        blockers.append(f"a key of the segment is an error row of the listing: {escape(problem)}")
     if len({(r.topic, r.start_offset) for r in rows}) > 1:
         blockers.append("the segment's keys disagree on topic name or start offset")
     if seg is not None:

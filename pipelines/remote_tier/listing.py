@@ -64,7 +64,14 @@ class RemoteObjectRow:
     @property
     def segment(self) -> tuple[Uuid, int, Uuid] | None:
         """``(topic_id, partition, segment_id)``, the key a segment's objects and metadata records share."""
-        if self.error is not None or self.topic_id is None or self.segment_id is None or self.partition is None:
+        if self.error is not None:
+            return None
+        return self.named_segment
+
+    @property
+    def named_segment(self) -> tuple[Uuid, int, Uuid] | None:
+        """The segment the key names, error row or not (an error row of a parsed key still names one)."""
+        if self.topic_id is None or self.segment_id is None or self.partition is None:
             return None
         return (self.topic_id, self.partition, self.segment_id)
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from pipelines.remote_tier.listing import ListedObject, RemoteObjectRow, layout_prefix, parse_listing
+from pipelines.remote_tier.keys import RemoteKeyError
+from pipelines.remote_tier.listing import ListedObject, RemoteObjectRow, layout_prefix, parse_key, parse_listing
 from pipelines.tables.object_store import S3_SCHEMES, warehouse_storage
 
 __all__ = [
@@ -161,11 +162,18 @@ def list_location(loc: RemoteLocation, layout: str, prefix: str = "") -> Iterato
 
 def listing_rows(items: Iterable[ListedObject | ListingProblem], layout: str, prefix: str = ""
                  ) -> Iterator[RemoteObjectRow]:  # fmt: skip
-    """:func:`parse_listing` over the objects; a :class:`ListingProblem` becomes an error row in its place."""
+    """:func:`parse_listing` over the objects; a :class:`ListingProblem` becomes an error row in its place, with the
+    parsed fields of its key when the key fits the layout (so classification knows which segment it blocks)."""
     layout_prefix(layout, prefix)
     for item in items:
         if isinstance(item, ListingProblem):
-            yield RemoteObjectRow(item.key, item.size, -1, None, None, None, None, None, None, None, item.problem)
+            try:  # the segment its key names, when it names one: that segment is then not plannable
+                k = parse_key(item.key, layout, prefix)
+            except RemoteKeyError:
+                yield RemoteObjectRow(item.key, item.size, -1, None, None, None, None, None, None, None, item.problem)
+                continue
+            yield RemoteObjectRow(item.key, item.size, -1, None, k.topic, k.topic_id, k.partition, k.segment_id,
+                                  k.start_offset, k.kind, item.problem)
         else:
             yield from parse_listing((item,), layout, prefix)
 
