@@ -1,9 +1,10 @@
 """The GC plan as it is reviewed, approved and executed: typed, serialised, content-hashed.
 
-A plan binds a set of items (partition directories to reclaim) to the crawl run and metadata offset it was
-derived from. ``content_hash`` covers everything an approver approves: the binding fields and every item
-with its preconditions. Changing any of it changes the hash, so an approval never carries over to a changed
-plan, and the executor re-computes the hash before it acts.
+A plan binds a set of items (partition directories to reclaim, ``kind = log_dir``; remote-tier segments,
+``kind = remote_segment``) to the crawl run and metadata offset it was derived from. ``content_hash`` covers
+everything an approver approves: the binding fields and every item with its preconditions. Changing any of it
+changes the hash, so an approval never carries over to a changed plan, and the executor re-computes the hash before
+it acts. Fields added for remote items are left out of a local item's JSON, so older plans keep their hash.
 """
 
 from __future__ import annotations
@@ -13,11 +14,28 @@ import json
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+    model_validator,
+)
 
 PLAN_FORMAT_VERSION = 1
+
+LOG_DIR, REMOTE_SEGMENT = "log_dir", "remote_segment"
+#: The broker id remote items carry: the remote tier is approved (signed statements name it among the brokers),
+#: budgeted (``max_broker_*``) and tracked (its ``broker_state`` rows) as one more broker. Kafka node ids are
+#: int32; this one is refused for a partition directory.
+REMOTE_BROKER_ID = 2_147_483_647
+#: Fields a local item never has; left out of its JSON when unset, so the content hash of every plan written before
+#: they existed is unchanged.
+_REMOTE_FIELDS = ("segment_id", "start_offset", "keys")
 
 
 class _Frozen(BaseModel):
@@ -28,21 +46,63 @@ class _Frozen(BaseModel):
 _FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 
 
+class RemoteKey(_Frozen):
+    """One object of a remote segment as the crawl listed it (the remote executor re-lists and compares)."""
+
+    key: str = Field(description="relative to remote_tier.location")
+    size: int = Field(ge=0)
+    etag: str | None = Field(default=None, description="without quotes; None where the store has none (file://)")
+    last_modified_ms: int
+
+
 class PlanItem(_Frozen):
-    """One partition directory to quarantine, with the preconditions the executor re-checks on disk."""
+    """One partition directory (``kind = log_dir``) or one remote segment (``kind = remote_segment``: its keys,
+    ``segment_id`` and ``start_offset``; ``broker_id`` is :data:`REMOTE_BROKER_ID`, no log dir) to quarantine, with
+    the preconditions the executor re-checks."""
 
     item_id: str
+    kind: Literal["log_dir", "remote_segment"] = LOG_DIR
     broker_id: int
-    log_dir: str = Field(description="log-dir path on the broker host (as registered in the config)")
-    dir_name: str = Field(description="directory name, a direct child of log_dir")
+    log_dir: str = Field(default="", description="log-dir path on the broker host (as registered in the config)")
+    dir_name: str = Field(default="", description="directory name, a direct child of log_dir")
     topic: str | None = None
     partition: int | None = None
     topic_id: str | None = Field(default=None, description="partition.metadata topic id at crawl time, base64url")
     class_: str = Field(alias="class", description="finding class, e.g. recreated_topic")
     bytes: int = 0
-    fingerprint: str = Field(description="sha256 over sorted (file, size, mtime in whole seconds) at crawl time")
+    fingerprint: str = Field(default="", description="sha256 over sorted (file, size, mtime in whole seconds) at "
+                             "crawl time")
     directory_id: str | None = Field(default=None, description="meta.properties directory.id of log_dir")
     reason: str = ""
+    segment_id: str | None = Field(default=None, description="remote segment id (base64url Uuid)")
+    start_offset: int | None = Field(default=None, description="remote segment's start offset")
+    keys: tuple[RemoteKey, ...] | None = Field(default=None, description="every object of the remote segment")
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> PlanItem:
+        if self.kind == LOG_DIR:
+            if self.broker_id == REMOTE_BROKER_ID or any(getattr(self, f) is not None for f in _REMOTE_FIELDS):
+                raise ValueError(f"item {self.item_id}: a log_dir item has no remote fields nor broker id "
+                                 f"{REMOTE_BROKER_ID}")
+        elif (self.broker_id != REMOTE_BROKER_ID or not self.keys or self.segment_id is None
+              or self.start_offset is None or self.topic_id is None or self.partition is None
+              or self.log_dir or self.dir_name):
+            raise ValueError(f"item {self.item_id}: a remote_segment item needs broker_id {REMOTE_BROKER_ID}, keys, "
+                             "segment_id, start_offset, topic_id and partition, and no log_dir/dir_name")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_remote_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if self.kind == LOG_DIR:
+            data.pop("kind", None)
+            for name in _REMOTE_FIELDS:
+                data.pop(name, None)
+        return data
+
+    @property
+    def is_remote(self) -> bool:
+        return self.kind == REMOTE_SEGMENT
 
     @model_validator(mode="after")
     def _share_fields_set(self) -> PlanItem:
