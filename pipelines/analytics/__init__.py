@@ -11,6 +11,24 @@ from pipelines.analytics.capacity import (
     partitions_per_broker,
     top_topics,
 )
+from pipelines.analytics.fleet import (
+    Fleet,
+    fleet_by_class,
+    fleet_by_cluster,
+    fleet_figures,
+    fleet_growth,
+    fleet_plans,
+    fleet_reclaimable_over_time,
+    fleet_runs,
+    fleet_top_topics,
+    open_fleet,
+)
+from pipelines.analytics.fleet_plots import (
+    plot_fleet_disk,
+    plot_fleet_growth,
+    plot_fleet_over_time,
+    plot_fleet_reclaimable,
+)
 from pipelines.analytics.fmt import human_bytes, pct, shown_frame
 from pipelines.analytics.ledger import filesystem_ledger, unexplained_ledger
 from pipelines.analytics.plots import (
@@ -47,23 +65,34 @@ from pipelines.analytics.trends import (
     reclaimable_over_time,
     table_history,
 )
-from pipelines.analytics.warehouse import Warehouse, open_warehouse
+from pipelines.analytics.warehouse import Warehouse, clusters_in, open_warehouse
 
 __all__ = [
     "Chart",
+    "Fleet",
     "Warehouse",
     "bytes_by_version",
+    "clusters_in",
     "decision_commands",
     "disk_by_broker",
     "disk_by_log_dir",
     "disk_by_topic",
     "filesystem_ledger",
+    "fleet_by_class",
+    "fleet_by_cluster",
+    "fleet_figures",
+    "fleet_growth",
+    "fleet_plans",
+    "fleet_reclaimable_over_time",
+    "fleet_runs",
+    "fleet_top_topics",
     "former_topic_names",
     "garbage_dirs",
     "growth_by_broker",
     "growth_by_topic",
     "human_bytes",
     "key_figures",
+    "open_fleet",
     "open_warehouse",
     "partitions_per_broker",
     "pct",
@@ -73,6 +102,10 @@ __all__ = [
     "plan_items",
     "plan_record",
     "plot_disk_by_broker",
+    "plot_fleet_disk",
+    "plot_fleet_growth",
+    "plot_fleet_over_time",
+    "plot_fleet_reclaimable",
     "plot_growth",
     "plot_jbod_skew",
     "plot_ledger",

@@ -19,7 +19,7 @@ from pipelines.errors import PlanError
 from pipelines.redaction import redact_text
 from pipelines.terminal_text import html_text
 
-__all__ = ["Section", "key_figures", "render_report", "report_sections"]
+__all__ = ["PAGE_CSS", "Section", "key_figures", "render_report", "report_sections", "table_html"]
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def _cell(column: str, value: Any) -> str:
     return str(value)
 
 
-def _table_html(df: pd.DataFrame, max_rows: int = 40) -> str:
+def table_html(df: pd.DataFrame, max_rows: int = 40) -> str:
     if df.empty:
         return '<p class="empty">no rows</p>'
     head = "".join(f"<th>{html_text(c)}</th>" for c in df.columns)
@@ -133,7 +133,7 @@ def _table_html(df: pd.DataFrame, max_rows: int = 40) -> str:
             f"</div>{more}")
 
 
-_CSS = """
+PAGE_CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1100px;
 color:#222;background:#fff}
 h1{font-size:22px;margin-bottom:4px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
@@ -161,7 +161,7 @@ def render_report(wh: Warehouse, run_id: str | None = None, *, generated_at: dat
     ]
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>logdir-gc capacity report: {html_text(wh.cluster)}</title>", f"<style>{_CSS}</style></head><body>",
+        f"<title>logdir-gc capacity report: {html_text(wh.cluster)}</title>", f"<style>{PAGE_CSS}</style></head><body>",
         f"<h1>Capacity report: {html_text(wh.cluster)}</h1>",
         f'<p class="meta">run {html_text(figs["run_id"])} of {figs["runs"]} · warehouse '
         f'{html_text(redact_text(wh.root), 1000)} · generated {at:%Y-%m-%d %H:%M} UTC</p>',
@@ -179,6 +179,6 @@ def render_report(wh: Warehouse, run_id: str | None = None, *, generated_at: dat
             if s.chart is not None:
                 out.append(s.chart.html())
                 s.chart.figure.clear()
-            out.append(_table_html(s.table))
+            out.append(table_html(s.table))
     out.append("</body></html>")
     return "\n".join(out) + "\n"

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+from deltalake import DeltaTable, QueryBuilder
 
 from pipelines.errors import ConfigError
 from pipelines.tables.object_store import warehouse_storage
 from pipelines.tables.rust_engine import RustTableStore
 from pipelines.tables.schemas import ALL_TABLES
 
-__all__ = ["Warehouse", "open_warehouse"]
+__all__ = ["Warehouse", "clusters_in", "open_warehouse"]
 
 #: Tables with a ``cluster`` column that name the clusters of a warehouse, most telling first.
 _CLUSTER_TABLES = ("crawl_runs", "log_dirs", "findings", "gc_plans")
@@ -70,8 +72,10 @@ def clusters_in(store: RustTableStore) -> list[str]:
     """Cluster names found in the warehouse's run, log-dir, findings and plan tables."""
     names: set[str] = set()
     for table in _CLUSTER_TABLES:
-        if store.exists(table):
-            names |= {n for n in store.read_arrow(table).column("cluster").to_pylist() if n}
+        if store.exists(table):  # only the one column, made distinct by delta-rs (a fleet's tables are large)
+            dt = DeltaTable(store.table_uri(table), storage_options=store.storage_options)
+            found = QueryBuilder().register("t", dt).execute("SELECT DISTINCT cluster FROM t").read_all()
+            names |= {n for n in pa.table(found).column("cluster").to_pylist() if n}
     return sorted(names)
 
 

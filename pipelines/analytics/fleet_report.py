@@ -1,0 +1,83 @@
+"""The fleet capacity report: every cluster of a warehouse on one static HTML page (per-cluster rows and charts,
+fleet totals), in the single-cluster report's style (:mod:`pipelines.analytics.report`): no scripts, no external
+resources, every name escaped and cut."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+
+from pipelines.analytics import fleet as f
+from pipelines.analytics import fleet_plots, plots
+from pipelines.analytics.fmt import human_bytes
+from pipelines.analytics.report import PAGE_CSS, Section, table_html
+from pipelines.redaction import redact_text
+from pipelines.terminal_text import html_text
+
+__all__ = ["fleet_sections", "render_fleet_report"]
+
+#: Per-cluster tables list every cluster (a fleet of a few hundred clusters is still one page).
+_ALL_ROWS = 10_000
+
+
+def fleet_sections(fleet: f.Fleet) -> list[Section]:
+    """Every section of the fleet report, in page order."""
+    by_cluster = f.fleet_by_cluster(fleet)
+    top = f.fleet_top_topics(fleet, 10)
+    labelled = top.assign(topic=top["cluster"].astype(str) + " / " + top["topic"].astype(str))
+    growth = f.fleet_growth(fleet)
+    over_time = f.fleet_reclaimable_over_time(fleet)
+    reclaim_columns = ["cluster", "run_id", "reclaimable_dirs", "reclaimable_bytes", "plannable_dirs",
+                       "plannable_bytes", "unexplained_bytes"]
+    return [
+        Section("Clusters", fleet_plots.plot_fleet_disk(by_cluster), by_cluster.drop(columns=reclaim_columns[2:]),
+                "Each cluster's newest crawl run."),
+        Section("Reclaimable by cluster", fleet_plots.plot_fleet_reclaimable(by_cluster), by_cluster[reclaim_columns],
+                "Garbage classes, not protected; unexplained = filesystem used bytes minus attributed bytes, each "
+                "filesystem counted once."),
+        Section("Reclaimable by class (fleet)", plots.plot_reclaimable_by_class(f.fleet_by_class(fleet)),
+                f.fleet_by_class(fleet)),
+        Section("Top topics across the fleet", plots.plot_top_topics(labelled), top),
+        Section("Growth per cluster", fleet_plots.plot_fleet_growth(growth), growth),
+        Section("Reclaimable over time", fleet_plots.plot_fleet_over_time(over_time), over_time),
+        Section("Newest GC plan per cluster", None, f.fleet_plans(fleet),
+                "Review a plan with notebooks/gc_plan_review.ipynb (cluster and plan_id parameters)."),
+    ]
+
+
+def render_fleet_report(fleet: f.Fleet, *, generated_at: datetime | None = None) -> str:
+    """The whole fleet report as one HTML document."""
+    at = generated_at or datetime.now(timezone.utc)
+    figs = f.fleet_figures(fleet)
+    tiles = [
+        ("clusters", f"{figs['clusters']:,}"),
+        ("partition-dir bytes", human_bytes(figs["total_bytes"])),
+        ("partition dirs", f"{figs['partition_dirs']:,}"),
+        ("brokers / log dirs", f"{figs['brokers']:,} / {figs['log_dirs']:,}"),
+        ("reclaimable", human_bytes(figs["reclaimable_bytes"])),
+        ("plannable now", human_bytes(figs["plannable_bytes"])),
+        ("unexplained (per filesystem)", human_bytes(figs["unexplained_bytes"])),
+    ]
+    out = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<title>logdir-gc capacity report: fleet</title>", f"<style>{PAGE_CSS}</style></head><body>",
+        f"<h1>Capacity report: fleet of {figs['clusters']} clusters</h1>",
+        f'<p class="meta">newest run of each cluster · warehouse {html_text(redact_text(fleet.root), 1000)} · '
+        f"generated {at:%Y-%m-%d %H:%M} UTC</p>",
+        '<div class="figures">',
+        *[f'<div class="figure"><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>' for k, v in tiles],
+        "</div>",
+    ]
+    if not figs["clusters"]:
+        out.append('<p class="empty">No crawl runs in this warehouse yet.</p>')
+    else:
+        for s in fleet_sections(fleet):
+            out.append(f"<h2>{html.escape(s.title)}</h2>")
+            if s.note:
+                out.append(f'<p class="note">{html_text(s.note, 2000)}</p>')
+            if s.chart is not None:
+                out.append(s.chart.html())
+                s.chart.figure.clear()
+            out.append(table_html(s.table, _ALL_ROWS))
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

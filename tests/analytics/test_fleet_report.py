@@ -1,0 +1,95 @@
+"""The fleet view and ``logdir-gc report`` without ``--cluster`` on a warehouse of three small clusters: each
+cluster's figures are the ones its own rows give (independent arithmetic here), the fleet's are their sums, and
+one cluster's name is hostile markup."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pipelines import analytics as a
+from pipelines.cli.main import main
+from pipelines.detect.classes import GARBAGE_CLASSES
+from tests.analytics.fleet_warehouses import add_cluster
+
+EVIL = "evil<script>alert(1)</script>"
+NEWEST = {"east": "east-2", "west": "west-1", EVIL: "evil-1"}
+
+
+@pytest.fixture(scope="module")
+def fleet_wh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = Path(tmp_path_factory.mktemp("fleet"))
+    add_cluster(root, root / "warehouse", "east", seed=3, runs=("east-1", "east-2"))
+    add_cluster(root, root / "warehouse", "west", seed=5, runs=("west-1",), brokers=3)
+    add_cluster(root, root / "warehouse", EVIL, seed=9, runs=("evil-1",))
+    return root / "warehouse"
+
+
+def _expected(warehouse: Path) -> dict[str, dict[str, int]]:
+    """Per cluster, from its newest run's raw rows: dirs, bytes, reclaimable and plannable bytes."""
+    store = a.open_fleet(str(warehouse)).store
+    out = {}
+    for cluster, run in NEWEST.items():
+        dirs = store.read_rows("partition_dirs", {"cluster": cluster, "run_id": run})
+        garbage = [r for r in store.read_rows("findings", {"cluster": cluster, "run_id": run})
+                   if r["class"] in GARBAGE_CLASSES and not r["protected"]]
+        out[cluster] = {"partition_dirs": len(dirs), "total_bytes": sum(r["bytes"] for r in dirs),
+                        "reclaimable_bytes": sum(r["bytes"] for r in garbage),
+                        "plannable_bytes": sum(r["bytes"] for r in garbage if r["plannable"])}
+    return out
+
+
+def test_fleet_figures_are_each_clusters_and_their_sums(fleet_wh: Path) -> None:
+    expected = _expected(fleet_wh)
+    figs = a.fleet_figures(a.open_fleet(str(fleet_wh)))
+    assert figs["clusters"] == 3 and set(figs["by_cluster"]) == set(NEWEST)
+    assert len({e["total_bytes"] for e in expected.values()}) == 3  # the clusters differ, so a mix-up would show
+    for cluster, want in expected.items():
+        got = figs["by_cluster"][cluster]
+        assert got["run_id"] == NEWEST[cluster]
+        assert {k: got[k] for k in want} == want
+        own = a.key_figures(a.open_warehouse(str(fleet_wh), cluster))  # the single-cluster view agrees
+        assert {k: own[k] for k in (*want, "unexplained_bytes", "brokers", "log_dirs")} == {
+            k: got[k] for k in (*want, "unexplained_bytes", "brokers", "log_dirs")}
+    for key in ("partition_dirs", "total_bytes", "reclaimable_bytes", "plannable_bytes"):
+        assert figs[key] == sum(e[key] for e in expected.values())
+    assert sum(figs["reclaimable_by_class"].values()) == figs["reclaimable_bytes"]
+
+
+def _report(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as info:
+        main(["report", *argv])
+    return int(info.value.code or 0)
+
+
+def test_report_without_cluster_is_the_fleet(fleet_wh: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "fleet.html"
+    assert _report(["--warehouse", str(fleet_wh), "--out", str(out)]) == 0
+    expected = _expected(fleet_wh)
+    assert "fleet of 3 clusters" in capsys.readouterr().out
+    page = out.read_text()
+    assert "<h1>Capacity report: fleet of 3 clusters</h1>" in page
+    total = a.human_bytes(sum(e["total_bytes"] for e in expected.values()))
+    assert f"<b>{total}</b><span>partition-dir bytes</span>" in page
+    clusters = page.split("<h2>Clusters</h2>")[1].split("<h2>")[0]
+    for cluster, want in expected.items():
+        name = "evil&lt;script&gt;alert(1)&lt;/script&gt;" if cluster == EVIL else cluster
+        row = re.search(rf"<tr><td>{re.escape(name)}</td><td>{NEWEST[cluster]}</td>.*?</tr>", clusters)
+        assert row is not None, cluster
+        assert f"<td>{a.human_bytes(want['total_bytes'])}</td>" in row.group(0)
+    assert len(re.findall(r'src="data:image/png;base64,', page)) == 6
+    assert "<script" not in page
+
+
+def test_report_for_one_cluster_or_its_run(fleet_wh: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "one.html"
+    assert _report(["--warehouse", str(fleet_wh), "--cluster", "west", "--out", str(out)]) == 0
+    assert "cluster west, run west-1" in capsys.readouterr().out
+    assert "<h1>Capacity report: west</h1>" in out.read_text()
+    assert _report(["--warehouse", str(fleet_wh), "--run-id", "east-1", "--out", str(out)]) == 0
+    assert "cluster east, run east-1" in capsys.readouterr().out
+    assert _report(["--warehouse", str(fleet_wh), "--run-id", "nope", "--out", str(out)]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["logdir-gc: error: run nope: no cluster has it (--cluster)"]
