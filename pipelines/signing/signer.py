@@ -9,6 +9,7 @@ one key, which is then used.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,10 +59,31 @@ def sign(statement: Statement, *, key: str | Path | None = None) -> SignedStatem
         done = run("ssh-keygen", ["-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key_file)], stdin=statement.to_bytes(),
                    timeout=SIGN_TIMEOUT_S)
     if done.returncode != 0:
-        raise SigningError(f"ssh-keygen could not sign with {key or 'the agent key'}: {last_line(done.stderr)}")
+        said = last_line(done.stderr)
+        raise SigningError(_key_problem(key, said)
+                           or f"ssh-keygen could not sign with {key or 'the agent key'}: {said}")
     armored = done.stdout.decode("ascii", "replace")
     try:
         envelope = read_envelope(armored)
     except EnvelopeError as exc:
         raise SigningError(f"ssh-keygen returned no SSH signature: {exc}") from None
     return SignedStatement(statement, armored.strip() + "\n", envelope.fingerprint)
+
+
+def _key_problem(key: str | Path | None, said: str) -> str | None:
+    """Why ssh-keygen could not sign with the ``--key`` file, when its first bytes tell (ssh-keygen's own words
+    blame a ``.pub`` file it looked for instead); None for a private key, whose reason ssh-keygen gives."""
+    if key is None:
+        return None
+    try:
+        with open(key, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return None
+    if head.startswith(b"-----BEGIN "):
+        return None
+    if re.match(rb"(ssh-|ecdsa-|sk-)[\w@.-]+ ", head):
+        return (f"--key {key} is a public key and its private key is not in ssh-agent: ssh-add it, or give the "
+                f"private key file (ssh-keygen: {said})")
+    return (f"--key {key} is not an OpenSSH key: give a private key file, or a .pub whose key is in ssh-agent "
+            f"(ssh-keygen: {said})")
