@@ -1,0 +1,268 @@
+"""Remote-tier leaks made by Apache Kafka itself, found by the product (issue 28 point 6).
+
+A real Kafka 4.x KRaft cluster on loopback (1 controller, brokers 1 and 2, one log dir each) with tiered storage on:
+the remote tier is Kafka's own ``LocalTieredStorage`` (its test jars) under one shared ``rsm.config.dir``, the
+metadata manager Kafka's default ``TopicBasedRemoteLogMetadataManager`` (``__remote_log_metadata``, 3 partitions,
+replicated on both brokers). Broker 2 runs the RSM with ``rsm.config.delete.enable=false``: its deletes are
+no-ops, as on a store whose deletes do not take (the plugin says so itself, Kafka records them as done).
+
+Three tiered topics, one partition each, get segments rolled by ``segment.ms`` until Kafka has copied them to the
+tier and dropped their local copies (``local.retention.ms``); then Kafka makes the leaks, the test writes nothing
+remote itself:
+
+* ``tiered-live`` (broker 1) stays: its segments are live;
+* ``tiered-nodelete`` (broker 2) is deleted while its leader runs: Kafka publishes ``DELETE_SEGMENT_FINISHED`` for
+  every segment, its RSM deleted nothing (``remote_delete_leaked``);
+* ``tiered-down`` (broker 1) is deleted while broker 1, its only replica and leader, is down: no broker is the
+  leader when the deletion is applied, so nobody deletes its remote data, and the returning broker treats the
+  partition as a stray (``remote_deleted_topic``).
+
+The product then reads what Kafka left: the brokers' real ``__remote_log_metadata-N`` replicas
+(:mod:`pipelines.remote_tier.metadata_topic`, :func:`~pipelines.remote_tier.replay.replay`), the real remote
+directory listed through fsspec (``local_tiered_storage`` layout) and the controller's replayed metadata log, and
+:func:`~pipelines.remote_tier.classify.classify_remote` classes every segment.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster import KafkaCluster, wait_for
+from jars import KAFKA_4
+from kafka.admin import NewTopic
+from tiered_cluster import TieredKafkaCluster, tiered_broker_config, tiered_or_skip, tiered_topic_config
+
+from pipelines.kafka.uuid import Uuid
+from pipelines.metadata import load_metadata
+from pipelines.metadata.events import TOPIC_REMOVED
+from pipelines.remote_tier.classify import ControllerTopics, RemoteFinding, classify_remote
+from pipelines.remote_tier.events import SegmentState
+from pipelines.remote_tier.listing import RemoteObjectRow
+from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, MetadataCoverage, read_replicas_under
+from pipelines.remote_tier.object_listing import list_location, listing_rows, open_location
+from pipelines.remote_tier.replay import RemoteMetadataImage, replay
+
+# ~70 s (a 3-JVM cluster, segments rolled by time, two leaks made): the second tier (CI budget)
+pytestmark = [pytest.mark.integration, pytest.mark.second_tier]
+
+LAYOUT = "local_tiered_storage"
+SEGMENT_MS = 1500
+ROUNDS = 4  # produce rounds, one segment each: ROUNDS - 1 closed (tiered) segments per topic, the last one active
+PER_ROUND = 25
+LIVE, NODELETE, DOWN = "tiered-live", "tiered-nodelete", "tiered-down"
+LEADER = {LIVE: 1, NODELETE: 2, DOWN: 1}
+HOUR = 3_600_000
+
+
+@dataclass
+class Tiered:
+    """The running cluster after Kafka made its leaks, and what the test knows independently of the product."""
+
+    kafka: KafkaCluster
+    rsm_dir: Path
+    topic_ids: dict[str, Uuid]
+    values: dict[str, list[bytes]]
+
+
+def _values(topic: str, rnd: int) -> list[bytes]:
+    return [f"{topic}-{rnd}-{i}".encode() * 8 for i in range(PER_ROUND)]
+
+
+def _produce_rounds(kafka: KafkaCluster, topics: list[str]) -> dict[str, list[bytes]]:
+    """``ROUNDS`` rounds of records, ``SEGMENT_MS`` apart: each round's first append rolls a new segment."""
+    from kafka import KafkaProducer
+
+    sent: dict[str, list[bytes]] = {t: [] for t in topics}
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all", linger_ms=0, retries=5,
+                             request_timeout_ms=30000)
+    try:
+        for rnd in range(ROUNDS):
+            for t in topics:
+                for v in _values(t, rnd):
+                    producer.send(t, v, partition=0)
+                    sent[t].append(v)
+            producer.flush(90)
+            if rnd < ROUNDS - 1:
+                time.sleep(SEGMENT_MS / 1000 + 0.5)  # pacing the producer, not an assertion
+    finally:
+        producer.close(5)
+    return sent
+
+
+def _partition_dir(kafka: KafkaCluster, broker: int, topic: str) -> Path:
+    return kafka.brokers[broker].log_dirs[0] / f"{topic}-0"
+
+
+def _local_segments(kafka: KafkaCluster, broker: int, topic: str) -> list[str]:
+    d = _partition_dir(kafka, broker, topic)
+    return sorted(p.name for p in d.glob("*.log")) if d.is_dir() else []
+
+
+def _remote_dir(rsm_dir: Path, topic: str, tid: Uuid) -> Path:
+    return rsm_dir / "kafka-tiered-storage" / f"{topic}-0-{tid}"
+
+
+def _remote_logs(rsm_dir: Path, topic: str, tid: Uuid) -> list[str]:
+    d = _remote_dir(rsm_dir, topic, tid)
+    return sorted(p.name for p in d.glob("*.log")) if d.is_dir() else []
+
+
+def _metadata_image(kafka: KafkaCluster) -> tuple[MetadataCoverage, RemoteMetadataImage, Any]:
+    """The product's view of ``__remote_log_metadata``: every broker's replicas, the most complete per partition."""
+    result = load_metadata(str(kafka.metadata_dir))
+    image = result.image
+    meta_topic = image.topics.by_name.get(METADATA_TOPIC)
+    num = None if meta_topic is None else len(meta_topic.partitions)
+    infinite = image.topic_config(METADATA_TOPIC, "retention.ms") == "-1" and \
+        image.topic_config(METADATA_TOPIC, "retention.bytes") in (None, "-1")
+    reads = [r for b in kafka.brokers.values() for d in b.log_dirs for r in read_replicas_under(d)]
+    coverage = MetadataCoverage.from_replicas(reads, num, infinite)
+    return coverage, replay(coverage.events()), result
+
+
+def _states(kafka: KafkaCluster, tid: Uuid) -> dict[Uuid, SegmentState]:
+    _cov, rimage, _res = _metadata_image(kafka)
+    return {k[2]: s.state for k, s in rimage.segments.items() if k[0] == tid}
+
+
+def _create(kafka: KafkaCluster, topics: list[str]) -> None:
+    admin = kafka.admin()
+    try:
+        admin.create_topics([NewTopic(t, replica_assignments={0: [LEADER[t]]},
+                                      topic_configs=tiered_topic_config(SEGMENT_MS)) for t in topics])
+        for t in topics:
+            wait_for(f"topic {t} with a leader", lambda t=t: _led(admin, t))
+    finally:
+        admin.close()
+
+
+def _led(admin: Any, topic: str) -> bool:
+    (t,) = admin.describe_topics([topic])
+    return t["error_code"] == 0 and bool(t["partitions"]) and all(p["leader_id"] >= 0 for p in t["partitions"])
+
+
+def _delete(kafka: KafkaCluster, topic: str) -> None:
+    admin = kafka.admin()
+    try:
+        admin.delete_topics([topic])
+        wait_for(f"deletion of {topic}", lambda: topic not in admin.list_topics())
+    finally:
+        admin.close()
+
+
+@pytest.fixture(scope="module")
+def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tiered]:
+    jars = tiered_or_skip(KAFKA_4)
+    root = tmp_path_factory.mktemp("tiered-kraft")
+    rsm_dir = root / "remote"
+    kafka = TieredKafkaCluster(root, jars, brokers=2, dirs_per_broker=1,
+                               broker_config=tiered_broker_config(rsm_dir, metadata_replication=2),
+                               per_broker={2: {"rsm.config.delete.enable": "false"}})
+    with kafka.running():
+        topics = [LIVE, NODELETE, DOWN]
+        _create(kafka, topics)
+        image = kafka.replayed_image(lambda im: all(t in im.topics.by_name for t in topics))
+        tids = {t: image.topics.by_name[t].topic_id for t in topics}
+        values = _produce_rounds(kafka, topics)
+        for t in topics:  # a local segment goes only once it is in the tier: one left = every closed one copied
+            wait_for(f"{t}'s closed segments copied and dropped locally",
+                     lambda t=t: len(_local_segments(kafka, LEADER[t], t)) == 1
+                     and len(_remote_logs(rsm_dir, t, tids[t])) >= ROUNDS - 1, timeout=180, interval=1.0)
+            wait_for(f"{t}'s segments COPY_SEGMENT_FINISHED in {METADATA_TOPIC}",
+                     lambda t=t: len(_states(kafka, tids[t])) >= ROUNDS - 1 and set(
+                         _states(kafka, tids[t]).values()) == {SegmentState.COPY_SEGMENT_FINISHED},
+                     timeout=120, interval=1.0)
+
+        # (b) deleted by its running leader, whose RSM deletes nothing
+        _delete(kafka, NODELETE)
+        wait_for(f"{NODELETE}'s segments DELETE_SEGMENT_FINISHED", lambda: set(
+            _states(kafka, tids[NODELETE]).values()) == {SegmentState.DELETE_SEGMENT_FINISHED}, timeout=120,
+            interval=1.0)
+
+        # (a) deleted while its only replica (the leader) is down
+        kafka.stop_broker(LEADER[DOWN])
+        _delete(kafka, DOWN)
+        kafka.replayed_image(lambda im: DOWN not in im.topics.by_name)
+        kafka.start_broker(LEADER[DOWN])
+        wait_for(f"broker {LEADER[DOWN]} done with {DOWN}'s partition dir",
+                 lambda: not _partition_dir(kafka, LEADER[DOWN], DOWN).exists(), timeout=120, interval=1.0)
+        yield Tiered(kafka, rsm_dir, tids, values)
+
+
+def _findings(t: Tiered, now_ms: int) -> tuple[list[RemoteFinding], list[RemoteObjectRow]]:
+    coverage, rimage, result = _metadata_image(t.kafka)
+    loc = open_location(t.rsm_dir.as_uri())
+    rows = list(listing_rows(list_location(loc, LAYOUT), LAYOUT))
+    removed = {e.topic_id: e.timestamp_ms for e in result.events if e.event == TOPIC_REMOVED}
+    controller = ControllerTopics(frozenset(result.image.topics.by_id), result.image.complete, removed)
+    return classify_remote(rimage, rows, controller, coverage, now_ms=now_ms, grace_ms=HOUR), rows
+
+
+def _remote_files(rsm_dir: Path) -> dict[str, dict[str, int]]:
+    """Independently of the product: topic -> segment id -> bytes of its files, from the tier's directory names
+    (``<topic>-0-<22-char id>/<20-digit offset>-<22-char segment id>.<suffix>``)."""
+    out: dict[str, dict[str, int]] = {}
+    for part in (rsm_dir / "kafka-tiered-storage").iterdir():
+        topic = part.name[: -len("-0-") - 22]
+        for f in part.iterdir():
+            sid = f.name[21:43]
+            out.setdefault(topic, {})[sid] = out.get(topic, {}).get(sid, 0) + f.stat().st_size
+    return out
+
+
+EXPECTED = {LIVE: ("remote_ok", False), NODELETE: ("remote_delete_leaked", True), DOWN: ("remote_deleted_topic", True)}
+
+
+def test_kafka_made_leaks_are_found_exactly(tiered: Tiered) -> None:
+    """Every segment Kafka left in the tier gets the class of what Kafka did to it; only the two leaks are
+    plannable, and only once the grace has elapsed; no live segment is ever garbage."""
+    on_disk = _remote_files(tiered.rsm_dir)
+    assert set(on_disk) == set(EXPECTED)  # Kafka's leaks are there: both deleted topics' segments are still stored
+    _cov, rimage, result = _metadata_image(tiered.kafka)
+    assert not {NODELETE, DOWN} & set(result.image.topics.by_name) and LIVE in result.image.topics.by_name
+    recorded = {t: {str(k[2]): s for k, s in rimage.segments.items() if k[0] == tid}
+                for t, tid in tiered.topic_ids.items()}
+    # what Kafka recorded: the running leader's deletes as done (its RSM did nothing), the downed leader's as nothing
+    states = {t: {s.state for s in segs.values()} for t, segs in recorded.items()}
+    assert states[NODELETE] == {SegmentState.DELETE_SEGMENT_FINISHED}
+    assert {s.broker_id for s in recorded[NODELETE].values()} == {LEADER[NODELETE]}
+    assert states[DOWN] == states[LIVE] == {SegmentState.COPY_SEGMENT_FINISHED}
+
+    later = int(time.time() * 1000) + 2 * HOUR  # a run two hours on: the grace (1 h) has elapsed
+    findings, rows = _findings(tiered, later)
+    assert rows and not [r for r in rows if r.error]
+    by_topic: dict[str, dict[str, RemoteFinding]] = {}
+    for f in findings:
+        assert f.topic_id == tiered.topic_ids[f.topic]
+        by_topic.setdefault(f.topic, {})[str(f.segment_id)] = f
+    for topic, (cls, plannable) in EXPECTED.items():
+        segs = by_topic[topic]
+        assert len(segs) >= ROUNDS - 1
+        assert set(segs) == set(on_disk[topic]) == set(recorded[topic])  # exactly Kafka's segments, each once
+        for sid, f in segs.items():
+            assert (f.class_name, f.plannable) == (cls, plannable), f.reason
+            assert f.bytes == on_disk[topic][sid] and f.objects >= 4  # .log .index .timeindex .snapshot ...
+            assert all(k.startswith(f"kafka-tiered-storage/{topic}-0-{f.topic_id}/") for k in f.keys)
+    for f in by_topic[NODELETE].values():  # the state decides, the reason names both facts
+        assert "DELETE_SEGMENT_FINISHED" in f.reason and "not a topic of the controller's image" in f.reason
+    for f in by_topic[LIVE].values():
+        assert f.reason.endswith("not plannable: report only") and f.garbage_since_ms is None
+
+    findings_now, _ = _findings(tiered, int(time.time() * 1000))
+    assert {str(f.segment_id) for f in findings_now} == {str(f.segment_id) for f in findings}
+    assert not [f for f in findings_now if f.plannable]  # Kafka's deletes happened seconds ago: grace not elapsed
+    assert all("grace not elapsed" in f.reason for f in findings_now if f.topic != LIVE)
+
+
+def test_live_tiered_topic_reads_from_offset_zero(tiered: Tiered) -> None:
+    """The live topic's first records are only in the tier (local copies dropped), and a consumer from offset 0
+    gets every record, in order."""
+    local = _local_segments(tiered.kafka, LEADER[LIVE], LIVE)
+    assert local and int(local[0][:20]) > 0
+    got = tiered.kafka.consume(LIVE, expected=len(tiered.values[LIVE]))
+    assert got == tiered.values[LIVE]
