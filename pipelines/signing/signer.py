@@ -60,8 +60,9 @@ def sign(statement: Statement, *, key: str | Path | None = None) -> SignedStatem
                    timeout=SIGN_TIMEOUT_S)
     if done.returncode != 0:
         said = last_line(done.stderr)
-        raise SigningError(_key_problem(key, said)
-                           or f"ssh-keygen could not sign with {key or 'the agent key'}: {said}")
+        problem = _key_problem(key)
+        raise SigningError(f"ssh-keygen could not sign with {key or 'the agent key'}: "
+                           + (f"{problem} (ssh-keygen: {said})" if problem else said))
     armored = done.stdout.decode("ascii", "replace")
     try:
         envelope = read_envelope(armored)
@@ -70,9 +71,9 @@ def sign(statement: Statement, *, key: str | Path | None = None) -> SignedStatem
     return SignedStatement(statement, armored.strip() + "\n", envelope.fingerprint)
 
 
-def _key_problem(key: str | Path | None, said: str) -> str | None:
-    """Why ssh-keygen could not sign with the ``--key`` file, when its first bytes tell (ssh-keygen's own words
-    blame a ``.pub`` file it looked for instead); None for a private key, whose reason ssh-keygen gives."""
+def _key_problem(key: str | Path | None) -> str | None:
+    """What is wrong with the ``--key`` file ssh-keygen could not sign with, when its first bytes tell (ssh-keygen's
+    own words blame a ``.pub`` file it looked for instead); None for a private key, whose reason ssh-keygen gives."""
     if key is None:
         return None
     try:
@@ -83,7 +84,5 @@ def _key_problem(key: str | Path | None, said: str) -> str | None:
     if head.startswith(b"-----BEGIN "):
         return None
     if re.match(rb"(ssh-|ecdsa-|sk-)[\w@.-]+ ", head):
-        return (f"--key {key} is a public key and its private key is not in ssh-agent: ssh-add it, or give the "
-                f"private key file (ssh-keygen: {said})")
-    return (f"--key {key} is not an OpenSSH key: give a private key file, or a .pub whose key is in ssh-agent "
-            f"(ssh-keygen: {said})")
+        return "it is a public key and its private key is not in ssh-agent: ssh-add it, or give the private key file"
+    return "it is not an OpenSSH key: give a private key file, or a .pub whose key is in ssh-agent"

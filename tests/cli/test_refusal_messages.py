@@ -278,12 +278,14 @@ CASES: dict[str, Case] = {
     "plans approve, --key not a key": Case(
         lambda w, t: ["plans", "approve", "plan-1", "--by", "reviewer", "--key", _not_a_key(t), "--config",
                       config_file(w, t)], ec.CONFIG,
-        ("id_ed25519 is not an OpenSSH key: give a private key file, or a .pub whose key is in ssh-agent",),
+        ("ssh-keygen could not sign with", "id_ed25519: it is not an OpenSSH key: give a private key file, or a "
+         ".pub whose key is in ssh-agent"),
         world="proposed"),
     "plans approve, --key a .pub not in ssh-agent": Case(
         lambda w, t: ["plans", "approve", "plan-1", "--by", "reviewer", "--key", _public_key_only(t), "--config",
                       config_file(w, t)], ec.CONFIG,
-        ("k.pub is a public key and its private key is not in ssh-agent: ssh-add it, or give the private key file",),
+        ("k.pub: it is a public key and its private key is not in ssh-agent: ssh-add it, or give the private key "
+         "file",),
         world="proposed"),
     "plans approve, no --key and no ssh-agent": Case(
         lambda w, t: ["plans", "approve", "plan-1", "--by", "reviewer", "--config", config_file(w, t)], ec.CONFIG,
