@@ -74,22 +74,34 @@ def _duration(text: str | None, option: str = "--older-than") -> int | None:
         raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
 
 
+_REMOTE = click.option("--remote", "remote", is_flag=True, default=False,
+                       help="The plan's remote-tier segments (remote_tier: in the config), not a broker's dirs.")
+
+
 @click.command("apply")
 @click.argument("plan_id")
-@click.option("--broker", "broker", type=int, required=True, help="This host's broker id.")
+@click.option("--broker", "broker", type=int, default=None, help="This host's broker id (or --remote).")
 @click.option("--plan-file", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Plan JSON; must hash to the approved content.")
+@_REMOTE
 @_mode
 @workflow_options
-def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execute: bool, config_path: str | None,
-          warehouse: str | None, as_json: bool) -> None:
-    """Quarantine the approved items of PLAN_ID that live on broker ID (dry run unless --execute).
+def apply(plan_id: str, broker: int | None, plan_file: str | None, remote: bool, dry_run: bool, execute: bool,
+          config_path: str | None, warehouse: str | None, as_json: bool) -> None:
+    """Quarantine the approved items of PLAN_ID that live on broker ID, or with --remote its remote-tier
+    segments (dry run unless --execute).
 
     Exits 9 when an item failed, 6 when an item was skipped or not reached (each line says why).
     """
     from pipelines.execute.apply import apply_plan
     from pipelines.execute.host_files import vet_named_files
 
+    if remote == (broker is not None):
+        raise click.UsageError("say --broker ID or --remote (exactly one)")
+    if remote:
+        from pipelines.cli.remote_execute import apply_remote_cmd
+
+        return apply_remote_cmd(plan_id, plan_file, _execute(dry_run, execute), config_path, warehouse, as_json)
     app = load_host_app(config_path, warehouse)
     vet_named_files(app, [broker], controller=True)
     executed = _execute(dry_run, execute)
@@ -115,15 +127,23 @@ def apply(plan_id: str, broker: int, plan_file: str | None, dry_run: bool, execu
 @click.argument("plan_id")
 @click.option("--item", "item_id", default=None, help="Only this item.")
 @click.option("--broker", "broker", type=int, default=None)
+@_REMOTE
 @_mode
 @workflow_options
-def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool, execute: bool,
+def restore(plan_id: str, item_id: str | None, broker: int | None, remote: bool, dry_run: bool, execute: bool,
             config_path: str | None, warehouse: str | None, as_json: bool) -> None:
     """Move quarantined items of PLAN_ID back to their original paths (dry run unless --execute).
 
     Exits 9 when an item was refused (or, with --execute, skipped), 5 when the plan is unknown.
     """
     from pipelines.execute.host_files import vet_named_files
+
+    if remote:
+        if broker is not None:
+            raise click.UsageError("--broker and --remote are exclusive")
+        from pipelines.cli.remote_execute import restore_remote_cmd
+
+        return restore_remote_cmd(plan_id, item_id, _execute(dry_run, execute), config_path, warehouse, as_json)
     from pipelines.execute.restore import restore as do_restore
     from pipelines.metrics import executor_metrics as em
 
@@ -153,14 +173,21 @@ def restore(plan_id: str, item_id: str | None, broker: int | None, dry_run: bool
 @click.option("--older-than", "older_than", default=None,
               help="Override the retention (e.g. 7d, 12h); never below executor.purge_retention_floor_ms.")
 @click.option("--broker", "broker", type=int, default=None)
+@_REMOTE
 @_mode
 @workflow_options
-def purge(older_than: str | None, broker: int | None, dry_run: bool, execute: bool, config_path: str | None,
-          warehouse: str | None, as_json: bool) -> None:
+def purge(older_than: str | None, broker: int | None, remote: bool, dry_run: bool, execute: bool,
+          config_path: str | None, warehouse: str | None, as_json: bool) -> None:
     """Delete quarantined items past retention, paced; reports expected and statvfs-measured bytes.
 
     Exits 9 when an item was left alone because a check refused it (each is listed with the reason).
     """
+    if remote:
+        if broker is not None:
+            raise click.UsageError("--broker and --remote are exclusive")
+        from pipelines.cli.remote_execute import purge_remote_cmd
+
+        return purge_remote_cmd(_duration(older_than), _execute(dry_run, execute), config_path, warehouse, as_json)
     from pipelines.execute.host_files import vet_named_files
     from pipelines.execute.purge import purge as do_purge
     from pipelines.metrics import executor_metrics as em
