@@ -166,6 +166,15 @@ def _public_key_only(tmp: Path) -> str:
     return str(tmp / "k.pub")
 
 
+def _not_executable(tmp: Path) -> str:
+    """A copy of a real ssh-keygen, owned by root as a trust file must be, that no one may execute."""
+    path = tmp / "bin" / "ssh-keygen"
+    path.parent.mkdir()
+    path.write_bytes(Path("/usr/bin/ssh-keygen").read_bytes())
+    path.chmod(0o644)
+    return str(path)
+
+
 def _executor(**changes: object) -> Callable[[dict], object]:
     return lambda d: d["executor"].update(changes)
 
@@ -241,6 +250,9 @@ CASES: dict[str, Case] = {
     "apply, plan not approved": Case(
         lambda w, t: ["apply", "plan-1", "--broker", "1", "--config", config_file(w, t)], ec.POLICY,
         ("[not_approved] plan plan-1 is proposed, not approved",), world="proposed"),
+    "apply --dry-run --execute": Case(
+        lambda w, t: ["apply", "plan-1", "--broker", "1", "--dry-run", "--execute", "--config", config_file(w, t)],
+        ec.USAGE, ("--dry-run and --execute are exclusive",)),
     # durations
     "purge --older-than not a duration": Case(
         lambda w, t: ["purge", "--broker", "1", "--older-than", "a week", "--config", config_file(w, t)], ec.USAGE,
@@ -303,6 +315,14 @@ CASES: dict[str, Case] = {
         lambda w, t: ["apply", "plan-1", "--broker", "1", "--config",
                       config_file(w, t, _executor(ssh_keygen=str(t / "bin" / "ssh-keygen")))], ec.CONFIG,
         ("executor.ssh_keygen:", "ssh-keygen does not exist")),
+    "apply, kafka_user unknown": Case(
+        lambda w, t: ["apply", "plan-1", "--broker", "1", "--config",
+                      config_file(w, t, _executor(kafka_user="kafka-no-such-user"))], ec.CONFIG,
+        ("executor.kafka_user: no user 'kafka-no-such-user' on this host",)),
+    "apply, ssh-keygen not executable": Case(
+        lambda w, t: ["apply", "plan-1", "--broker", "1", "--config",
+                      config_file(w, t, _executor(ssh_keygen=_not_executable(t)))], ec.POLICY,
+        ("[ssh_keygen_permissions]", "ssh-keygen is not executable")),
     "apply, metadata source missing": Case(
         lambda w, t: ["apply", "plan-1", "--broker", "1", "--config",
                       config_file(w, t, lambda d: d["metadata"].update(source=str(t / "__cluster_metadata-0")))],
@@ -332,6 +352,12 @@ CASES: dict[str, Case] = {
     "metadata show, missing path": Case(
         lambda w, t: ["metadata", "show", str(t / "__cluster_metadata-0")], ec.UNREADABLE,
         ("logdir-gc metadata show: cannot read", "__cluster_metadata-0", "no such file or directory")),
+    "metadata show --records --json": Case(
+        lambda w, t: ["metadata", "show", str(t), "--records", "--json"], ec.USAGE,
+        ("--records dumps records; it does not combine with --json",)),
+    "inspect, --storage-option without =": Case(
+        lambda w, t: ["inspect", str(w.log_dir), "--storage-option", "username"], ec.USAGE,
+        ("Invalid value for --storage-option: expected KEY=VALUE, got 'username'",)),
     "inspect, missing log dir": Case(
         lambda w, t: ["inspect", str(t / "kafka-logs")], ec.UNREADABLE,
         ("logdir-gc inspect: cannot read", "kafka-logs: No such file or directory")),
