@@ -12,7 +12,7 @@ import pytest
 import pipelines
 
 SPARK_FREE = ("kafka", "metadata", "plan", "execute", "cli", "config", "simulate", "analytics", "signing",
-              "metrics", "deploy", "remote_tier")
+              "metrics", "deploy", "remote_tier", "execute_remote")
 ROOT = Path(pipelines.__file__).resolve().parent
 
 
