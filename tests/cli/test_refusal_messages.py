@@ -37,9 +37,10 @@ def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, 
 
 
 def the_line(code: int, err: str) -> str:
-    """The one line a refusal prints: its own line, or click's ``Error:`` line of a usage error (exit 2)."""
+    """The one line a refusal prints: its own line, or click's ``Error:`` line of a usage error (exit 2). A warning
+    line beside it (``logdir-gc ...: warning: ...``) is advice, not the refusal."""
     assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = [line for line in err.splitlines() if line.strip() and ": warning: " not in line]
     if code == ec.USAGE:
         return next(line for line in lines if line.startswith("Error:"))
     assert len(lines) == 1, err
