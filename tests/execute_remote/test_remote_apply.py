@@ -311,3 +311,36 @@ def test_a_quarantine_folder_overlapping_owned_prefix_is_a_config_error() -> Non
         RemoteTarget(location="file:///t", layout="aiven", owned_prefix="a/b/", quarantine_folder="a/")
     assert RemoteTarget(location="file:///t", layout="aiven", owned_prefix="a/").quarantine_key("p", "a/k") == \
         ".logdir-gc-quarantine/p/a/k"
+
+
+def test_an_original_changed_between_its_verified_copy_and_the_delete_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.execute_remote import apply as remote_apply
+
+    w = build_remote_world(tmp_path)
+    real = remote_apply.copy_verdict
+    victim = sorted(w.originals)[0]
+
+    def verified_then_upload(tier, src, info, dst):
+        verdict = real(tier, src, info, dst)
+        if src == victim:
+            w.tier.put(victim, b"uploaded meanwhile")  # a concurrent upload after the copy was verified
+        return verdict
+
+    monkeypatch.setattr(remote_apply, "copy_verdict", verified_then_upload)
+    report = _apply(w, execute=True)
+    assert _rules(report) == {"changed"} and report.count("failed") == 1
+    assert w.tier.read(victim) == b"uploaded meanwhile"
+    segment = [k for k in w.originals if k.rsplit("/", 1)[1].split(".")[0] == victim.rsplit("/", 1)[1].split(".")[0]]
+    assert all(w.tier.read(k) is not None for k in segment)  # no key of that segment was deleted
+
+
+def test_the_hosts_byte_budget_is_checked_on_re_listed_bytes_not_on_the_plans_claim(tmp_path: Path) -> None:
+    w = build_remote_world(tmp_path, approve_plan=False)
+    lying = make_plan(tuple(i.model_copy(update={"bytes": 1}) for i in w.plan.items), plan_id="plan-small")
+    force_approve(w.store, lying, w.config)
+    policy = w.config.policy.model_copy(update={"max_broker_bytes": 100})
+    config = w.config.model_copy(update={"policy": policy})
+    with pytest.raises(PolicyViolation, match=r"\[max_broker_bytes\] the remote part reclaims \d+ bytes \(re-listed\)"):
+        apply_remote(config, w.store, lying.plan_id, execute=True, tools=w.tools)
+    assert all(w.tier.read(k) == v for k, v in w.originals.items())

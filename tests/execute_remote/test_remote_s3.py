@@ -103,3 +103,19 @@ def test_an_unversioned_bucket_says_nothing_of_noncurrent_versions(tmp_path: Pat
     report = _apply(w, execute=True)
     assert report.count("quarantined") == len(SEGMENTS)
     assert not [p for p in report.problems if "noncurrent" in p]
+
+
+def test_a_copy_whose_etag_differs_keeps_the_original(tmp_path: Path, aws: Bucket,  # noqa: F811
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    w = _world(tmp_path, aws)
+    real = w.tools.tier.copy
+
+    def damaging(src: str, dst: str) -> None:
+        real(src, dst)
+        data = aws.read(f"tier/{dst}")
+        aws.put(f"tier/{dst}", bytes([data[0] ^ 1]) + data[1:])
+
+    monkeypatch.setattr(w.tools.tier, "copy", damaging)
+    report = _apply(w, execute=True)
+    assert set(_skips(report).values()) == {"copy_unverified"}
+    assert all(aws.read(f"tier/{k}") == v for k, v in w.originals.items())
