@@ -91,8 +91,10 @@ def open_warehouse(warehouse: str, cluster: str | None = None, *,
     store = RustTableStore(warehouse, storage_options=storage_options)
     if cluster is None:
         names = clusters_in(store)
-        if len(names) != 1:
-            found = ", ".join(names) if names else "none"
-            raise ConfigError(f"{store.warehouse}: name a cluster (found: {found})")
+        if not names:
+            raise ConfigError(f"{store.warehouse}: no cluster in this warehouse (no crawl run, log dir, finding or "
+                              "plan): check --warehouse, or run `logdir-gc run` first; then name a cluster if several")
+        if len(names) > 1:
+            raise ConfigError(f"{store.warehouse}: name a cluster (found: {', '.join(names)})")
         cluster = names[0]
     return Warehouse(store, cluster)

@@ -63,6 +63,11 @@ def report(warehouse: str, cluster: str | None, run_id: str | None, out: str) ->
                 return
             cluster = _cluster_of_run(fleet, run_id)
     wh = open_warehouse(warehouse, cluster)
+    if cluster is not None and cluster not in (held := clusters_in(wh.store)):
+        from pipelines.errors import ConfigError
+
+        raise ConfigError(f"{shown(wh.root, 1000)}: no cluster {shown(cluster)!r} in this warehouse (it holds: "
+                          f"{shown(', '.join(held)) or 'none'}); check --cluster and --warehouse")
     page = render_report(wh, run_id)
     path = _write(out, page)
     figs = key_figures(wh, run_id)
