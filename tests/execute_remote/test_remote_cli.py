@@ -15,9 +15,13 @@ from remote_world import GONE_ID, OWNED, Topic, build_remote_world, make_plan
 from pipelines.cli import exit_codes
 from pipelines.cli.main import main
 from pipelines.config.models import AppConfig
+from pipelines.errors import PolicyViolation
+from pipelines.execute_remote.apply import apply_remote
+from pipelines.plan import approval
+from pipelines.signing.workflow import approve_signed, propose_signed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "execute"))
-from exec_world import approve, build_world, topics_of, tree_digest, write_metadata_log
+from exec_world import approve, build_world, keyring_of, topics_of, tree_digest, write_metadata_log
 
 pytestmark = pytest.mark.skipif("remote_tier" not in AppConfig.model_fields,
                                 reason="the remote_tier: config section is not in this tree yet")
@@ -95,3 +99,19 @@ def test_a_skipped_segment_exits_6_and_a_missing_owned_prefix_is_a_config_error(
     code, _, err = run(capsys, "apply", plan.plan_id, "--remote", "--execute", *c)
     assert code == exit_codes.CONFIG and "[owned_prefix]" in err and len(err.splitlines()) == 1
     assert r.tier.read(victim) == b"changed"
+
+
+def test_an_approval_signed_for_broker_1_only_does_not_authorise_the_remote_part(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w = build_world(tmp_path, approve_plan=False)
+    r = build_remote_world(tmp_path / "remote", approve_plan=False, topic=("vanished", GONE_ID))
+    plan = make_plan((*w.plan.items, *r.plan.items), plan_id="plan-scoped")
+    approval.register_plan(w.store, plan, actor=plan.created_by, policy=w.config.policy)
+    keys = keyring_of(w.config)
+    propose_signed(w.store, plan.plan_id, policy=w.config.policy, key=keys.key("detector"))
+    approve_signed(w.store, plan.plan_id, by="reviewer", policy=w.config.policy, key=keys.key("reviewer"),
+                   brokers=[1])
+    before = r.tier.objects()
+    with pytest.raises(PolicyViolation, match=r"\[signature_brokers\]"):
+        apply_remote(w.config, w.store, plan.plan_id, execute=True, tools=r.tools)
+    assert r.tier.objects() == before
