@@ -155,6 +155,17 @@ def _tampered(w: World, tmp: Path) -> str:
     return _plan_file(tmp, json.dumps(data))
 
 
+def _two_cluster_warehouse(w: World, tmp: Path) -> str:
+    """A warehouse holding the plans of clusters c1 and c2 (one warehouse for several clusters)."""
+    from pipelines.tables.rust_engine import RustTableStore
+
+    store = RustTableStore(str(tmp / "warehouse"))
+    for cluster in ("c1", "c2"):
+        plan = w.plan.model_copy(update={"cluster": cluster, "plan_id": f"plan-{cluster}"}).with_hash()
+        approval.register_plan(store, plan, actor=plan.created_by, policy=w.config.policy)
+    return str(tmp / "warehouse")
+
+
 def _not_a_key(tmp: Path) -> str:
     path = tmp / "id_ed25519"
     path.write_text("my key is in the vault\n")
@@ -254,6 +265,15 @@ CASES: dict[str, Case] = {
     "apply --dry-run --execute": Case(
         lambda w, t: ["apply", "plan-1", "--broker", "1", "--dry-run", "--execute", "--config", config_file(w, t)],
         ec.USAGE, ("--dry-run and --execute are exclusive",)),
+    # the warehouse
+    "report, unknown --cluster on a two-cluster warehouse": Case(
+        lambda w, t: ["report", "--warehouse", _two_cluster_warehouse(w, t), "--cluster", "c3", "--out",
+                      str(t / "r.html")], ec.CONFIG,
+        ("no cluster 'c3' in this warehouse (it holds: c1, c2); check --cluster and --warehouse",)),
+    "report, empty warehouse": Case(
+        lambda w, t: ["report", "--warehouse", str(t), "--out", str(t / "r.html")], ec.CONFIG,
+        ("no cluster in this warehouse (no crawl run, log dir, finding or plan): check --warehouse, or run "
+         "`logdir-gc run` first",)),
     # durations
     "purge --older-than not a duration": Case(
         lambda w, t: ["purge", "--broker", "1", "--older-than", "a week", "--config", config_file(w, t)], ec.USAGE,
