@@ -41,7 +41,7 @@ def the_line(code: int, err: str) -> str:
     line beside it (``logdir-gc ...: warning: ...``) is advice, not the refusal."""
     assert "Traceback" not in err, err
     lines = [line for line in err.splitlines() if line.strip() and ": warning: " not in line]
-    if code == ec.USAGE:
+    if code == ec.USAGE and any(line.startswith("Error:") for line in lines):
         return next(line for line in lines if line.startswith("Error:"))
     assert len(lines) == 1, err
     return lines[0]
@@ -370,6 +370,12 @@ CASES: dict[str, Case] = {
     "metadata dump-zk, bad connect string": Case(
         lambda w, t: ["metadata", "dump-zk", "--zookeeper-connect", "zk1", "--out", str(t / "zk.json")], ec.CONFIG,
         ("zookeeper_connect 'zk1' is not host:port",)),
+    "simulate, no brokers": Case(
+        lambda w, t: ["simulate", "--out", str(t / "sim"), "--brokers", "0"], ec.USAGE,
+        ("logdir-gc simulate: brokers must be >= 1",)),
+    "simulate, --out under a file": Case(
+        lambda w, t: ["simulate", "--out", str(w.log_dir / "meta.properties" / "sim")], ec.UNREADABLE,
+        ("Not a directory", "meta.properties/sim")),
     "metadata show, missing path": Case(
         lambda w, t: ["metadata", "show", str(t / "__cluster_metadata-0")], ec.UNREADABLE,
         ("logdir-gc metadata show: cannot read", "__cluster_metadata-0", "no such file or directory")),
