@@ -76,7 +76,8 @@ def host_cluster_id(config: AppConfig, broker_id: int) -> str:
         try:
             meta = read_meta_properties(read_regular_file(str(Path(path) / "meta.properties")))
         except OSError as exc:
-            problems.append(f"{path}: {exc.strerror or exc}")
+            where = f"{Path(path) / 'meta.properties'}" if Path(path).is_dir() else f"log dir {path}"
+            problems.append(f"{where}: {exc.strerror or exc}")
             continue
         if meta.cluster_id and meta.kafka_would_accept:
             seen[path] = meta.cluster_id

@@ -174,14 +174,18 @@ class QuarantineArea:
         self.close()
         try:
             log_fd = open_path(self.log_dir)
-            try:
-                log_dev = os.fstat(log_fd).st_dev
-            finally:
-                os.close(log_fd)
+        except OSError as exc:  # named alone: a log dir missing from the disk is the usual cause (a config typo)
+            raise QuarantineError(f"quarantine root {self.root}: cannot open the log dir {self.log_dir} without "
+                                  f"following links ({exc.strerror or exc})") from None
+        try:
+            log_dev = os.fstat(log_fd).st_dev
+        finally:
+            os.close(log_fd)
+        try:
             parent_fd = open_path(self.root.parent)
         except OSError as exc:
-            raise QuarantineError(f"quarantine root {self.root}: cannot open {self.log_dir} or {self.root.parent} "
-                                  f"without following links ({exc.strerror or exc})") from None
+            raise QuarantineError(f"quarantine root {self.root}: cannot open its parent {self.root.parent} without "
+                                  f"following links ({exc.strerror or exc})") from None
         try:
             root_fd = self._open_checked(parent_fd, self.root, log_dev, create)
         finally:
