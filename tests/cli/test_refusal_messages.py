@@ -142,6 +142,21 @@ def _two_brokers(w: World, tmp: Path) -> str:
     return config_file(w, tmp, lambda d: d["brokers"].append({"broker_id": 2, "log_dirs": [str(tmp / "kafka-logs-2")]}))
 
 
+def _log_dir_typo(w: World, tmp: Path) -> str:
+    """The config with its log dir misspelt (``kafka-log`` for ``kafka-logs``), in a directory that exists."""
+    return config_file(w, tmp, lambda d: d["brokers"][0].update(log_dirs=[str(w.log_dir.parent / "kafka-log")]))
+
+
+def _log_dir_copy_without_meta(w: World, tmp: Path) -> str:
+    """A copy of the broker's log dir whose meta.properties is gone (a disk Kafka never formatted)."""
+    import shutil
+
+    copy = tmp / "data" / "kafka-logs"
+    shutil.copytree(w.log_dir, copy, symlinks=True)
+    (copy / "meta.properties").unlink()
+    return config_file(w, tmp, lambda d: d["brokers"][0].update(log_dirs=[str(copy)]))
+
+
 def _plan_file(tmp: Path, text: str) -> str:
     path = tmp / "plan.json"
     path.write_text(text)
@@ -219,6 +234,23 @@ CASES: dict[str, Case] = {
     "restore, two brokers and no --broker": Case(
         lambda w, t: ["restore", "plan-1", "--config", _two_brokers(w, t)], ec.CONFIG,
         ("the config lists 2 brokers (1, 2)",)),
+    "apply, a log dir missing (config typo)": Case(
+        lambda w, t: ["apply", "plan-1", "--broker", "1", "--config", _log_dir_typo(w, t)], ec.PRECONDITION,
+        ("no readable meta.properties with a cluster.id in broker 1's log dirs (log dir ",
+         "kafka-log: No such file or directory)")),
+    "purge, a log dir missing (config typo)": Case(
+        lambda w, t: ["purge", "--broker", "1", "--config", _log_dir_typo(w, t)], ec.PRECONDITION,
+        ("cannot open the log dir ", "kafka-log without following links (No such file or directory)")),
+    "restore, a log dir missing (config typo)": Case(
+        lambda w, t: ["restore", "plan-1", "--broker", "1", "--config", _log_dir_typo(w, t)], ec.PRECONDITION,
+        ("cannot open the log dir ", "kafka-log without following links (No such file or directory)")),
+    "apply, a log dir without meta.properties": Case(
+        lambda w, t: ["apply", "plan-1", "--broker", "1", "--config", _log_dir_copy_without_meta(w, t)],
+        ec.PRECONDITION, ("in broker 1's log dirs (", "kafka-logs/meta.properties: No such file or directory)")),
+    "apply, a remote log dir": Case(
+        lambda w, t: ["apply", "plan-1", "--broker", "1", "--config", config_file(
+            w, t, lambda d: d["brokers"][0].update(log_dirs=["sftp://broker1/var/lib/kafka"]))], ec.PRECONDITION,
+        ("log dir sftp://broker1/var/lib/kafka is not local; run the executor on the broker host",)),
     "apply without --config": Case(
         lambda w, t: ["apply", "plan-1", "--broker", "1", "--warehouse", str(w.store.warehouse)], ec.CONFIG,
         ("this command needs --config FILE",)),
