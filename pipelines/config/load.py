@@ -90,9 +90,9 @@ _PLAIN = {"extra_forbidden": "unknown key (conf/example.yaml shows every key)", 
 
 def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "config"
+    where = ".".join(str(p) for p in err["loc"])
     msg = _PLAIN.get(err["type"], err["msg"].removeprefix("Value error, "))
-    return f"{where}: {msg}"
+    return f"{where}: {msg}" if where else msg  # a whole-config rule's message names its keys itself
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

@@ -250,7 +250,9 @@ class AppConfig(_Strict):
     def _unique_brokers(self) -> AppConfig:
         ids = [b.broker_id for b in self.brokers]
         if len(ids) != len(set(ids)):
-            raise ValueError("brokers: each broker_id may appear only once")
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"brokers: broker_id {', '.join(map(str, twice))} appears more than once (each broker_id "
+                             "may appear only once)")
         if self.brokers_from is not None and self.metadata.kind == "none":
             raise ValueError("brokers_from needs a controller metadata source (metadata.kind) to read broker ids from")
         return self

@@ -96,7 +96,9 @@ CONFIG = {
     "grace below floor": ("cluster: c1\nwarehouse: /w\ndetect: {grace_ms: 5m}\n",
                           "detect.grace_ms: grace must be at least 60 minutes (floor)"),
     "duplicate broker": ("cluster: c1\nwarehouse: /w\nbrokers: [{broker_id: 1, log_dirs: [/a]}, "
-                         "{broker_id: 1, log_dirs: [/b]}]\n", "brokers: each broker_id may appear only once"),
+                         "{broker_id: 1, log_dirs: [/b]}]\n",
+                         "config.yaml: brokers: broker_id 1 appears more than once (each broker_id may appear only "
+                         "once)"),
     "metadata without source": ("cluster: c1\nwarehouse: /w\nmetadata: {kind: metadata_log}\n",
                                 "metadata.source is required when metadata.kind is metadata_log"),
     "bad zookeeper_connect": ("cluster: c1\nwarehouse: /w\nmetadata: {kind: zookeeper, zookeeper_connect: zk1}\n",
