@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Iterator
+from functools import partial
 from json.encoder import encode_basestring_ascii
 from typing import IO, Any
 
 from pipelines.kafka.metadata_codec import control_to_json_dict
-from pipelines.kafka.metadata_json import record_json
+from pipelines.kafka.metadata_json import compiled_writers, record_json
 from pipelines.kafka.metadata_log import iter_metadata_log
 from pipelines.kafka.segment_files import classify_file
+from pipelines.kafka.uuid import Uuid
 
 _FLUSH_LINES = 4096
 
@@ -39,17 +41,46 @@ def dump_files(fs: Any, root: str) -> list[str]:
     return [posixpath.join(root, name) for name in names]
 
 
-def _lines(name: str, log: Any) -> Iterator[str]:
-    head = '{"file": ' + encode_basestring_ascii(name) + ', "offset": '
+def _line(head: str, entry: Any) -> str:
+    """One entry's line (no newline): the reference the compiled writer is held to."""
+    record = entry.record
+    if entry.is_control:
+        payload = json.dumps({"type": record.type_name, "data": control_to_json_dict(record)}, default=str)
+    else:
+        payload = record_json(record)
+    return (f'{head}{entry.offset}, "baseOffset": {entry.batch_base_offset}, "epoch": {entry.epoch}, '
+            f'"timestamp": {entry.batch_timestamp_ms}, "isControl": {"true" if entry.is_control else "false"}, '
+            f'"payload": {payload}}}')
+
+
+def _head(name: str) -> str:
+    return '{"file": ' + encode_basestring_ascii(name) + ', "offset": '
+
+
+def _chunks(name: str, log: Any) -> Iterator[bytes]:
+    """The lines of ``log``, newline-terminated, ``_FLUSH_LINES`` per chunk (compiled when built)."""
+    head = _head(name)
+    compiled = compiled_writers()
+    batch: list[Any] = []
+    if compiled is None:
+        for entry in log:
+            batch.append(_line(head, entry))
+            if len(batch) >= _FLUSH_LINES:
+                yield ("\n".join(batch) + "\n").encode("ascii")
+                batch.clear()
+        if batch:
+            yield ("\n".join(batch) + "\n").encode("ascii")
+        return
+    module, writers = compiled
+    head_bytes = head.encode("ascii")
+    fallback = partial(_line, head)
     for entry in log:
-        record = entry.record
-        if entry.is_control:
-            payload = json.dumps({"type": record.type_name, "data": control_to_json_dict(record)}, default=str)
-        else:
-            payload = record_json(record)
-        yield (f'{head}{entry.offset}, "baseOffset": {entry.batch_base_offset}, "epoch": {entry.epoch}, '
-               f'"timestamp": {entry.batch_timestamp_ms}, "isControl": {"true" if entry.is_control else "false"}, '
-               f'"payload": {payload}}}')
+        batch.append(entry)
+        if len(batch) >= _FLUSH_LINES:
+            yield module.lines(batch, head_bytes, writers, fallback, Uuid)
+            batch.clear()
+    if batch:
+        yield module.lines(batch, head_bytes, writers, fallback, Uuid)
 
 
 def dump_records(fs: Any, path: str, out: IO[bytes], local: bool) -> list[str]:
@@ -58,14 +89,8 @@ def dump_records(fs: Any, path: str, out: IO[bytes], local: bool) -> list[str]:
     for file_path in dump_files(fs, path):
         name = posixpath.basename(file_path)
         log = iter_metadata_log(file_path if local else fs.cat_file(file_path))
-        batch: list[str] = []
-        for line in _lines(name, log):
-            batch.append(line)
-            if len(batch) >= _FLUSH_LINES:
-                out.write(("\n".join(batch) + "\n").encode("ascii"))
-                batch.clear()
-        if batch:
-            out.write(("\n".join(batch) + "\n").encode("ascii"))
+        for chunk in _chunks(name, log):
+            out.write(chunk)
         problems += [f"{name}: offset {e.offset}, position {e.position}: {e.message}" for e in log.errors]
         if log.trailing_invalid_bytes:
             problems.append(f"{name}: {log.trailing_invalid_bytes} invalid bytes at the end")

@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+from pipelines import native
 from pipelines.kafka.metadata_codec import MetadataRecord
 from pipelines.kafka.metadata_schema import METADATA_RECORD_TYPES, FieldSpec
 
-__all__ = ["record_json"]
+__all__ = ["compiled_writers", "record_json"]
 
 Writer = Callable[[Mapping[str, Any]], str]
 
@@ -108,3 +109,45 @@ def record_json(record: MetadataRecord) -> str:
     if writer is None:
         writer = _writers[key] = _record_writer(*key)
     return writer(record)
+
+
+# -- the compiled twin (``_native_json.c``) ---------------------------------------------------------------------
+
+_KINDS = {"int8": 0, "int16": 1, "int32": 2, "int64": 3, "uint16": 4, "bool": 5, "float64": 6, "uuid": 7,
+          "string": 8, "bytes": 9, "struct": 10}  # fmt: skip
+"""Value kinds of ``_native_json.c`` (its ``K_*``, those of ``metadata_native.KINDS``); an array adds 16."""
+
+
+def writer_spec(fields: tuple[FieldSpec, ...], version: int, head: str = "") -> tuple:
+    """``(head, ops)`` of one struct at ``version`` for ``_native_json.compile_writer``: the fields ``_compile``
+    writes, in its order, each ``(key text, name, kind, tagged, default, element struct's spec | None)``."""
+    ops = []
+    for f in fields:
+        if not f.in_version(version):
+            continue
+        array = f.type.startswith("[]")
+        elem = f.type[2:] if array else f.type
+        sub = writer_spec(f.fields, version) if elem == "struct" else None
+        ops.append(((json.dumps(f.json_name) + ": ").encode("ascii"), f.name, _KINDS[elem] + (16 if array else 0),
+                    f.tag is not None, f.default, sub))
+    return head.encode("ascii"), tuple(ops)
+
+
+_compiled: list[tuple[Any, tuple]] = []
+
+
+def compiled_writers() -> tuple[Any, tuple] | None:
+    """``(_native_json module, writers[api_key][version])``, or None for the pure-Python writers."""
+    module = native.load("pipelines.kafka._native_json")
+    if module is None:
+        return None
+    if not _compiled:
+        table: list[Any] = [None] * (max(METADATA_RECORD_TYPES) + 1)
+        for api_key, spec in METADATA_RECORD_TYPES.items():
+            lo, hi = spec.versions
+            table[api_key] = tuple(
+                module.compile_writer(writer_spec(
+                    spec.fields, v, f'{{"type": "{spec.json_type}", "version": {v}, "data": ')) if v >= lo else None
+                for v in range(hi + 1))
+        _compiled.append((module, tuple(table)))
+    return _compiled[0]
