@@ -6,7 +6,7 @@ metadata manager Kafka's default ``TopicBasedRemoteLogMetadataManager`` (``__rem
 replicated on both brokers). Broker 2 runs the RSM with ``rsm.config.delete.enable=false``: its deletes are
 no-ops, as on a store whose deletes do not take (the plugin says so itself, Kafka records them as done).
 
-Three tiered topics, one partition each, get segments rolled by ``segment.ms`` until Kafka has copied them to the
+Four tiered topics, one partition each, get segments rolled by ``segment.ms`` until Kafka has copied them to the
 tier and dropped their local copies (``local.retention.ms``); then Kafka makes the leaks, the test writes nothing
 remote itself:
 
@@ -15,7 +15,11 @@ remote itself:
   every segment, its RSM deleted nothing (``remote_delete_leaked``);
 * ``tiered-down`` (broker 1) is deleted while broker 1, its only replica and leader, is down: no broker is the
   leader when the deletion is applied, so nobody deletes its remote data, and the returning broker treats the
-  partition as a stray (``remote_deleted_topic``).
+  partition as a stray (``remote_deleted_topic``);
+* ``tiered-stalled`` (broker 1) stays, but broker 1 is killed (SIGKILL) while uploading its first segment: the
+  store is slowed by ``LocalTieredStorage``'s own ``transferer.class`` hook (:mod:`stalling_transferer`), Kafka
+  published ``COPY_SEGMENT_STARTED`` and never more; after the restart Kafka copies the same offsets again under a
+  new segment id and leaves the cut one with half a ``.log`` (``remote_copy_incomplete``, too recent to plan).
 
 The product then reads what Kafka left: the brokers' real ``__remote_log_metadata-N`` replicas
 (:mod:`pipelines.remote_tier.metadata_topic`, :func:`~pipelines.remote_tier.replay.replay`), the real remote
@@ -25,17 +29,27 @@ directory listed through fsspec (``local_tiered_storage`` layout) and the contro
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cluster import KafkaCluster, wait_for
-from jars import KAFKA_4
+from jars import KAFKA_4, JarsUnavailable
 from kafka.admin import NewTopic
-from tiered_cluster import TieredKafkaCluster, tiered_broker_config, tiered_or_skip, tiered_topic_config
+from stalling_transferer import CLASS_NAME as TRANSFERER
+from stalling_transferer import MARKER_ENV, TOPIC_ENV, compile_transferer
+from tiered_cluster import (
+    METADATA_PARTITIONS,
+    TieredKafkaCluster,
+    tiered_broker_config,
+    tiered_or_skip,
+    tiered_topic_config,
+)
 
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata import load_metadata
@@ -47,15 +61,15 @@ from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, MetadataCoverag
 from pipelines.remote_tier.object_listing import list_location, listing_rows, open_location
 from pipelines.remote_tier.replay import RemoteMetadataImage, replay
 
-# ~70 s (a 3-JVM cluster, segments rolled by time, two leaks made): the second tier (CI budget)
+# ~90 s (a 3-JVM cluster, segments rolled by time, a broker killed and restarted): the second tier (CI budget)
 pytestmark = [pytest.mark.integration, pytest.mark.second_tier]
 
 LAYOUT = "local_tiered_storage"
 SEGMENT_MS = 1500
 ROUNDS = 4  # produce rounds, one segment each: ROUNDS - 1 closed (tiered) segments per topic, the last one active
 PER_ROUND = 25
-LIVE, NODELETE, DOWN = "tiered-live", "tiered-nodelete", "tiered-down"
-LEADER = {LIVE: 1, NODELETE: 2, DOWN: 1}
+LIVE, NODELETE, DOWN, STALLED = "tiered-live", "tiered-nodelete", "tiered-down", "tiered-stalled"
+LEADER = {LIVE: 1, NODELETE: 2, DOWN: 1, STALLED: 1}
 HOUR = 3_600_000
 
 
@@ -147,51 +161,85 @@ def _led(admin: Any, topic: str) -> bool:
 
 
 def _delete(kafka: KafkaCluster, topic: str) -> None:
-    admin = kafka.admin()
-    try:
-        admin.delete_topics([topic])
-        wait_for(f"deletion of {topic}", lambda: topic not in admin.list_topics())
-    finally:
-        admin.close()
+    """Delete ``topic``, retried: the admin client may first try a broker that was just killed."""
+    def deleted() -> bool:
+        admin = kafka.admin()
+        try:
+            if topic in admin.list_topics():
+                admin.delete_topics([topic])
+            return topic not in admin.list_topics()
+        finally:
+            admin.close()
+
+    wait_for(f"deletion of {topic}", deleted, timeout=120, interval=1.0)
+
+
+def _copy_started(kafka: KafkaCluster, tid: Uuid) -> bool:
+    return SegmentState.COPY_SEGMENT_STARTED in _states(kafka, tid).values()
 
 
 @pytest.fixture(scope="module")
 def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tiered]:
     jars = tiered_or_skip(KAFKA_4)
+    try:
+        jars = replace(jars, classes=(compile_transferer(jars.version, jars.test_lib),))
+    except JarsUnavailable as exc:
+        pytest.skip(f"the stalling transferer cannot be compiled: {exc}")
     root = tmp_path_factory.mktemp("tiered-kraft")
-    rsm_dir = root / "remote"
+    rsm_dir, marker = root / "remote", root / "stall-uploads"
     kafka = TieredKafkaCluster(root, jars, brokers=2, dirs_per_broker=1,
                                broker_config=tiered_broker_config(rsm_dir, metadata_replication=2),
-                               per_broker={2: {"rsm.config.delete.enable": "false"}})
-    with kafka.running():
-        topics = [LIVE, NODELETE, DOWN]
-        _create(kafka, topics)
-        image = kafka.replayed_image(lambda im: all(t in im.topics.by_name for t in topics))
-        tids = {t: image.topics.by_name[t].topic_id for t in topics}
-        values = _produce_rounds(kafka, topics)
-        for t in topics:  # a local segment goes only once it is in the tier: one left = every closed one copied
-            wait_for(f"{t}'s closed segments copied and dropped locally",
-                     lambda t=t: len(_local_segments(kafka, LEADER[t], t)) == 1
-                     and len(_remote_logs(rsm_dir, t, tids[t])) >= ROUNDS - 1, timeout=180, interval=1.0)
-            wait_for(f"{t}'s segments COPY_SEGMENT_FINISHED in {METADATA_TOPIC}",
-                     lambda t=t: len(_states(kafka, tids[t])) >= ROUNDS - 1 and set(
-                         _states(kafka, tids[t]).values()) == {SegmentState.COPY_SEGMENT_FINISHED},
-                     timeout=120, interval=1.0)
+                               per_broker={1: {"rsm.config.transferer.class": TRANSFERER},
+                                           2: {"rsm.config.delete.enable": "false"}})
+    marker.touch()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(MARKER_ENV, str(marker))  # read by the brokers' JVMs, which inherit this environment
+        env.setenv(TOPIC_ENV, STALLED)
+        with kafka.running():
+            yield _make_leaks(kafka, rsm_dir, marker)
 
-        # (b) deleted by its running leader, whose RSM deletes nothing
-        _delete(kafka, NODELETE)
-        wait_for(f"{NODELETE}'s segments DELETE_SEGMENT_FINISHED", lambda: set(
-            _states(kafka, tids[NODELETE]).values()) == {SegmentState.DELETE_SEGMENT_FINISHED}, timeout=120,
-            interval=1.0)
 
-        # (a) deleted while its only replica (the leader) is down
-        kafka.stop_broker(LEADER[DOWN])
-        _delete(kafka, DOWN)
-        kafka.replayed_image(lambda im: DOWN not in im.topics.by_name)
-        kafka.start_broker(LEADER[DOWN])
-        wait_for(f"broker {LEADER[DOWN]} done with {DOWN}'s partition dir",
-                 lambda: not _partition_dir(kafka, LEADER[DOWN], DOWN).exists(), timeout=120, interval=1.0)
-        yield Tiered(kafka, rsm_dir, tids, values)
+def _make_leaks(kafka: KafkaCluster, rsm_dir: Path, marker: Path) -> Tiered:
+    """Produce, let Kafka tier the segments, then have Kafka make the leaks; the tier is never written here."""
+    topics = [LIVE, NODELETE, DOWN, STALLED]
+    _create(kafka, topics)
+    image = kafka.replayed_image(lambda im: all(t in im.topics.by_name for t in topics))
+    tids = {t: image.topics.by_name[t].topic_id for t in topics}
+    values = _produce_rounds(kafka, topics)
+    for t in (LIVE, NODELETE, DOWN):  # a local segment goes only once it is in the tier: one left = all copied
+        wait_for(f"{t}'s closed segments copied and dropped locally",
+                 lambda t=t: len(_local_segments(kafka, LEADER[t], t)) == 1
+                 and len(_remote_logs(rsm_dir, t, tids[t])) >= ROUNDS - 1, timeout=180, interval=1.0)
+        wait_for(f"{t}'s segments COPY_SEGMENT_FINISHED in {METADATA_TOPIC}",
+                 lambda t=t: len(_states(kafka, tids[t])) >= ROUNDS - 1 and set(
+                     _states(kafka, tids[t]).values()) == {SegmentState.COPY_SEGMENT_FINISHED},
+                 timeout=120, interval=1.0)
+    wait_for(f"{STALLED}'s first upload in flight", lambda: _remote_logs(rsm_dir, STALLED, tids[STALLED])
+             and _copy_started(kafka, tids[STALLED]), timeout=120, interval=1.0)
+
+    # (b) deleted by its running leader, whose RSM deletes nothing
+    _delete(kafka, NODELETE)
+    wait_for(f"{NODELETE}'s segments DELETE_SEGMENT_FINISHED", lambda: set(
+        _states(kafka, tids[NODELETE]).values()) == {SegmentState.DELETE_SEGMENT_FINISHED}, timeout=120,
+        interval=1.0)
+
+    # (c) broker 1 killed while uploading a segment of STALLED; (a) DOWN deleted while broker 1, its only
+    # replica and leader, is down
+    node = kafka.brokers[LEADER[DOWN]]
+    assert node.proc is not None
+    os.killpg(node.proc.pid, signal.SIGKILL)
+    node.proc.wait(30)
+    _delete(kafka, DOWN)
+    kafka.replayed_image(lambda im: DOWN not in im.topics.by_name)
+    marker.unlink()  # the store is fast again once the broker is back
+    kafka.start_broker(LEADER[DOWN])
+    wait_for(f"broker {LEADER[DOWN]} done with {DOWN}'s partition dir",
+             lambda: not _partition_dir(kafka, LEADER[DOWN], DOWN).exists(), timeout=120, interval=1.0)
+    wait_for(f"{STALLED}'s segments copied again after the restart",
+             lambda: len(_local_segments(kafka, LEADER[STALLED], STALLED)) == 1
+             and list(_states(kafka, tids[STALLED]).values()).count(SegmentState.COPY_SEGMENT_FINISHED)
+             >= ROUNDS - 1, timeout=180, interval=1.0)
+    return Tiered(kafka, rsm_dir, tids, values)
 
 
 def _findings(t: Tiered, now_ms: int) -> tuple[list[RemoteFinding], list[RemoteObjectRow]]:
@@ -215,23 +263,42 @@ def _remote_files(rsm_dir: Path) -> dict[str, dict[str, int]]:
     return out
 
 
-EXPECTED = {LIVE: ("remote_ok", False), NODELETE: ("remote_delete_leaked", True), DOWN: ("remote_deleted_topic", True)}
+S = SegmentState
+#: per topic: segment state in Kafka's records -> (class, plannable once the grace has elapsed)
+EXPECTED = {
+    LIVE: {S.COPY_SEGMENT_FINISHED: ("remote_ok", False)},
+    NODELETE: {S.DELETE_SEGMENT_FINISHED: ("remote_delete_leaked", True)},
+    DOWN: {S.COPY_SEGMENT_FINISHED: ("remote_deleted_topic", True)},
+    # the killed upload: never planned while the metadata replica is not a grace period newer than its event
+    STALLED: {S.COPY_SEGMENT_FINISHED: ("remote_ok", False), S.COPY_SEGMENT_STARTED: ("remote_copy_incomplete", False)},
+}
 
 
 def test_kafka_made_leaks_are_found_exactly(tiered: Tiered) -> None:
-    """Every segment Kafka left in the tier gets the class of what Kafka did to it; only the two leaks are
-    plannable, and only once the grace has elapsed; no live segment is ever garbage."""
+    """Every segment Kafka left in the tier gets the class of what Kafka did to it; only the two leaks of deleted
+    topics are plannable, and only once the grace has elapsed; no live segment is ever garbage."""
     on_disk = _remote_files(tiered.rsm_dir)
     assert set(on_disk) == set(EXPECTED)  # Kafka's leaks are there: both deleted topics' segments are still stored
-    _cov, rimage, result = _metadata_image(tiered.kafka)
-    assert not {NODELETE, DOWN} & set(result.image.topics.by_name) and LIVE in result.image.topics.by_name
+    coverage, rimage, result = _metadata_image(tiered.kafka)
+    assert not {NODELETE, DOWN} & set(result.image.topics.by_name)
+    assert {LIVE, STALLED} <= set(result.image.topics.by_name)
     recorded = {t: {str(k[2]): s for k, s in rimage.segments.items() if k[0] == tid}
                 for t, tid in tiered.topic_ids.items()}
-    # what Kafka recorded: the running leader's deletes as done (its RSM did nothing), the downed leader's as nothing
-    states = {t: {s.state for s in segs.values()} for t, segs in recorded.items()}
-    assert states[NODELETE] == {SegmentState.DELETE_SEGMENT_FINISHED}
+    # what Kafka recorded: the running leader's deletes as done (its RSM did nothing), the downed leader's as
+    # nothing, the killed upload as started and never finished (and the same offsets copied again after restart)
+    states = {t: [s.state for s in segs.values()] for t, segs in recorded.items()}
+    assert set(states[NODELETE]) == {S.DELETE_SEGMENT_FINISHED}
     assert {s.broker_id for s in recorded[NODELETE].values()} == {LEADER[NODELETE]}
-    assert states[DOWN] == states[LIVE] == {SegmentState.COPY_SEGMENT_FINISHED}
+    assert set(states[DOWN]) == set(states[LIVE]) == {S.COPY_SEGMENT_FINISHED}
+    assert states[STALLED].count(S.COPY_SEGMENT_STARTED) == 1
+    (cut,) = [s for s in recorded[STALLED].values() if s.state == S.COPY_SEGMENT_STARTED]
+    assert [s.start_offset for s in recorded[STALLED].values()].count(cut.start_offset) == 2
+    # the real replicas: retention -1 read from the topic's config, every event in the partition the product's
+    # partitioner names, each tiered partition's metadata partition read whole
+    assert coverage.retention_infinite and coverage.num_partitions == METADATA_PARTITIONS
+    for seg in rimage.segments.values():
+        assert seg.metadata_partition == coverage.partition_for(seg.topic_id, seg.partition)
+    assert all(coverage.unrecorded_reason(tid, 0) is None for tid in tiered.topic_ids.values())
 
     later = int(time.time() * 1000) + 2 * HOUR  # a run two hours on: the grace (1 h) has elapsed
     findings, rows = _findings(tiered, later)
@@ -240,23 +307,27 @@ def test_kafka_made_leaks_are_found_exactly(tiered: Tiered) -> None:
     for f in findings:
         assert f.topic_id == tiered.topic_ids[f.topic]
         by_topic.setdefault(f.topic, {})[str(f.segment_id)] = f
-    for topic, (cls, plannable) in EXPECTED.items():
+    for topic, classes in EXPECTED.items():
         segs = by_topic[topic]
         assert len(segs) >= ROUNDS - 1
         assert set(segs) == set(on_disk[topic]) == set(recorded[topic])  # exactly Kafka's segments, each once
         for sid, f in segs.items():
-            assert (f.class_name, f.plannable) == (cls, plannable), f.reason
-            assert f.bytes == on_disk[topic][sid] and f.objects >= 4  # .log .index .timeindex .snapshot ...
+            assert (f.class_name, f.plannable) == classes[recorded[topic][sid].state], f.reason
+            assert f.bytes == on_disk[topic][sid]
             assert all(k.startswith(f"kafka-tiered-storage/{topic}-0-{f.topic_id}/") for k in f.keys)
+    assert {f.topic for f in findings if f.plannable} == {NODELETE, DOWN}
     for f in by_topic[NODELETE].values():  # the state decides, the reason names both facts
         assert "DELETE_SEGMENT_FINISHED" in f.reason and "not a topic of the controller's image" in f.reason
     for f in by_topic[LIVE].values():
         assert f.reason.endswith("not plannable: report only") and f.garbage_since_ms is None
+    cut_finding = by_topic[STALLED][str(cut.segment_id)]
+    assert cut_finding.objects == 1 and cut_finding.keys[0].endswith(".log")  # cut after half of its .log
+    assert "is not a grace period newer than the event" in cut_finding.reason
 
     findings_now, _ = _findings(tiered, int(time.time() * 1000))
     assert {str(f.segment_id) for f in findings_now} == {str(f.segment_id) for f in findings}
     assert not [f for f in findings_now if f.plannable]  # Kafka's deletes happened seconds ago: grace not elapsed
-    assert all("grace not elapsed" in f.reason for f in findings_now if f.topic != LIVE)
+    assert all("grace not elapsed" in f.reason for f in findings_now if f.topic in (NODELETE, DOWN))
 
 
 def test_live_tiered_topic_reads_from_offset_zero(tiered: Tiered) -> None:

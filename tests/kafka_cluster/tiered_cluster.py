@@ -26,14 +26,15 @@ METADATA_PARTITIONS = 3
 
 @dataclass(frozen=True)
 class TieredJars(KafkaJars):
-    """Kafka's jars plus the two test jars that hold ``LocalTieredStorage``."""
+    """Kafka's jars plus the two test jars that hold ``LocalTieredStorage`` (and class dirs of test hooks)."""
 
     test_lib: Path = Path()
+    classes: tuple[Path, ...] = ()
 
     @property
     def classpath(self) -> str:
         own = sorted(self.lib.glob("*.jar"))
-        return os.pathsep.join(str(p) for p in [*own, *sorted(self.test_lib.glob("*-test.jar"))])
+        return os.pathsep.join(str(p) for p in [*own, *sorted(self.test_lib.glob("*-test.jar")), *self.classes])
 
 
 def _test_jars_pom(version: str) -> str:
