@@ -81,8 +81,8 @@ def retry_transient(operation: Callable[[], T], *, where: str, redact: Callable[
             return operation()
         except Exception as exc:
             if not is_transient(exc):
-                if _store_refusal(exc):  # e.g. no credentials: retrying cannot help, and a traceback hides why
-                    raise StorageUnavailable(redact(f"the object store at {where} refused the request (not "
+                if _store_refusal(exc):  # e.g. no credentials: no retry can help, and a traceback hides why
+                    raise StorageUnavailable(redact(f"the object store at {where} failed the request (not "
                                                     f"retried): {one_line(exc)}")) from None
                 raise
             if attempt + 1 == policy.attempts:

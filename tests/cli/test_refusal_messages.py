@@ -460,6 +460,6 @@ def test_a_warehouse_the_object_store_refuses_is_one_line_naming_the_store(tmp_p
     assert "Traceback" not in done.stderr, done.stderr
     line = done.stderr.strip().splitlines()[-1]
     assert done.returncode == ec.UNAVAILABLE, done.stderr
-    assert line.startswith("logdir-gc: error: the object store at s3://logdir-gc-no-such-bucket/wh refused the "
+    assert line.startswith("logdir-gc: error: the object store at s3://logdir-gc-no-such-bucket/wh failed the "
                            "request (not retried): "), line
     assert "credential" in line
