@@ -22,30 +22,96 @@ from pipelines.terminal_text import md_text, shown
 if TYPE_CHECKING:
     from pipelines.signing.decision import PlanVerdict
     from pipelines.signing.records import SignatureRow
+    from pipelines.signing.review_state import ReviewState, ReviewTrust, SignedReview
 
 
-def _summary(r: PlanRecord) -> dict[str, Any]:
-    return {"plan_id": r.plan_id, "cluster": r.cluster, "status": r.status, "created_at": r.created_at.isoformat(),
+def _summary(r: PlanRecord, state: ReviewState | None = None) -> dict[str, Any]:
+    """A plan as JSON. With ``state`` (its review state), ``status``/``approvals``/``superseded_by`` are the
+    derived ones, beside ``recorded_status``, ``review_state_from`` and ``unverified_decisions``."""
+    data = {"plan_id": r.plan_id, "cluster": r.cluster, "status": r.status, "created_at": r.created_at.isoformat(),
             "created_by": r.created_by, "content_hash": r.content_hash, "items": r.item_count,
             "bytes": r.total_bytes, "approvals": list(r.approvals), "superseded_by": r.superseded_by,
             "expires_at": r.expires_at.isoformat() if r.expires_at else None}
+    if state is not None:
+        data |= state.to_dict()
+        data["superseded_by"] = state.superseded_by or (r.superseded_by if state.status == r.status else None)
+    return data
 
 
-def _line(r: PlanRecord) -> str:
+def _unverified_note(state: ReviewState) -> str:
+    """``unverified: recorded approved; approve by mallory, ...`` (empty when everything recorded verifies)."""
+    parts = [f"recorded {shown(state.recorded_status)}"] if state.unverified_status else []
+    parts += [shown(u.short(), 80) for u in state.unverified[:_NOTED]]
+    if len(state.unverified) > _NOTED:
+        parts.append(f"{len(state.unverified) - _NOTED} more (plans show)")
+    return f"unverified: {'; '.join(parts)}" if parts else ""
+
+
+#: unverified decisions named on a ``plans list`` line (``plans show`` and ``--json`` list them all)
+_NOTED = 3
+
+
+def _line(r: PlanRecord, state: ReviewState) -> str:
     """One plan in ``plans list``; every value from the warehouse escaped (``terminal_text``)."""
-    return (f"{shown(r.plan_id)}  {shown(r.status):<17} {r.created_at:%Y-%m-%d %H:%M}  {r.item_count:>5} items "
-            f"{r.total_bytes:>15,} bytes  {shown(r.content_hash[:19])}")
+    note = _unverified_note(state)
+    return (f"{shown(r.plan_id)}  {shown(state.status):<17} {r.created_at:%Y-%m-%d %H:%M}  {r.item_count:>5} items "
+            f"{r.total_bytes:>15,} bytes  {shown(r.content_hash[:19])}" + (f"  [{note}]" if note else ""))
 
 
-def _markdown(r: PlanRecord, audit: list[dict[str, Any]]) -> str:
+def _markdown(r: PlanRecord, audit: list[dict[str, Any]], state: ReviewState) -> str:
     """The plan's own Markdown (the file the plan job writes) followed by its review state and audit trail, every
     value from the warehouse escaped for Markdown (``terminal_text``)."""
-    review = ["## Review", "", f"- status: **{md_text(r.status)}**",
-              f"- approvals: {', '.join(md_text(a) for a in r.approvals) or 'none'}", "", "## Audit", ""]
+    review = ["## Review", "", f"- status: **{md_text(state.status)}**",
+              f"- approvals: {', '.join(md_text(a) for a in state.approvals) or 'none'}"]
+    if state.source == "signatures":
+        review.append(f"- recorded status: {md_text(state.recorded_status)}"
+                      + (" (unverified)" if state.unverified_status else ""))
+        review += [f"- unverified: {md_text(u.short())} ({md_text(u.source)}: {md_text(u.reason, 500)})"
+                   for u in state.unverified]
+    review += ["", "## Audit", ""]
     review += [f"- {a['at']:%Y-%m-%d %H:%M:%S} {md_text(a['actor'])}: {md_text(a['action'])} "
                f"({md_text(a['from_status'])} → {md_text(a['to_status'])}) {md_text(a['comment'] or '', 1000)}".rstrip()
                for a in audit]
     return render_plan(r.plan()) + "\n".join(review) + "\n"
+
+
+def _review_trust(app: AppConfig) -> ReviewTrust | None:
+    """The reviewers' trust (None: signatures not required); warns once when none is configured."""
+    from pipelines.signing.review_state import load_review_trust
+
+    trust = load_review_trust(app)
+    if trust is not None and trust.host is None:
+        click.echo("logdir-gc plans: warning: executor.require_signatures is on but no reviewers' trust file is set "
+                   "(signing.allowed_signers): no decision can be verified, each is shown unverified", err=True)
+    return trust
+
+
+def _review(app: AppConfig) -> SignedReview | None:
+    """The state machine's review view when signatures are required, else None."""
+    from pipelines.signing.review_state import SignedReview
+
+    trust = _review_trust(app)
+    return SignedReview(trust, app.policy) if trust is not None else None
+
+
+def _state(app: AppConfig, store: Any, record: PlanRecord, review: SignedReview | None,
+           cluster_id: str | None = None) -> ReviewState:
+    from pipelines.signing.review_state import state_of
+
+    return state_of(store, record, review.trust if review else None, app.policy, cluster_id=cluster_id)
+
+
+def _fresh_warning(review: SignedReview | None, row: SignatureRow | None) -> None:
+    """Warn when the signature just made does not verify under the reviewers' trust: it is recorded, not counted."""
+    from pipelines.signing.review_state import check_fresh
+
+    if review is None or row is None:
+        return
+    check = check_fresh(review.trust, row.statement, row.signature, row.signer)
+    if not check.ok:
+        click.echo(f"logdir-gc plans: warning: {shown(row.signer)}'s signature does not verify under "
+                   f"{review.trust.describe()}: [{check.rule}] {shown(check.reason, 500)}; it is recorded and shown "
+                   "unverified, and counts for no one who trusts that file", err=True)
 
 
 @click.group("plans")
@@ -58,9 +124,14 @@ def plans() -> None:
 @click.option("--cluster", default=None, help="Only this cluster's plans.")
 def list_cmd(config_path: str | None, warehouse: str | None, as_json: bool, cluster: str | None) -> None:
     """Every plan with status, creation time, content hash, item count and bytes."""
-    store = open_store(load_app(config_path, warehouse))
+    from pipelines.signing.review_state import plan_states
+
+    app = load_app(config_path, warehouse)
+    store = open_store(app)
     records = approval.list_plans(store, cluster) if store.exists("gc_plans") else []
-    emit(as_json, [_summary(r) for r in records], "\n".join(_line(r) for r in records) or "no plans")
+    states = plan_states(store, records, _review_trust(app) if records else None, app.policy)
+    emit(as_json, [_summary(r, s) for r, s in zip(records, states, strict=True)],
+         "\n".join(_line(r, s) for r, s in zip(records, states, strict=True)) or "no plans")
 
 
 @plans.command("show")
@@ -69,17 +140,23 @@ def list_cmd(config_path: str | None, warehouse: str | None, as_json: bool, clus
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 def show(plan_id: str, config_path: str | None, warehouse: str | None, as_json: bool, fmt: str) -> None:
     """One plan: its items and its audit trail (Markdown or JSON)."""
-    store = open_store(load_app(config_path, warehouse))
+    from pipelines.signing.review_state import SignedReview
+
+    app = load_app(config_path, warehouse)
+    store = open_store(app)
     if not store.exists("gc_plans"):
         raise PlanError(f"no plan {plan_id!r}: {store.table_uri('gc_plans')} does not exist")
     record = approval.get_plan(store, plan_id)
+    plan = record.plan()
+    trust = _review_trust(app)
+    state = _state(app, store, record, None if trust is None else SignedReview(trust, app.policy), plan.cluster_id)
     audit = approval.audit_rows(store, plan_id)
     if as_json or fmt == "json":
-        data = {**_summary(record), "plan": record.plan().model_dump(mode="json", by_alias=True),
+        data = {**_summary(record, state), "plan": plan.model_dump(mode="json", by_alias=True),
                 "audit": [{**a, "at": a["at"].isoformat()} for a in audit]}
         emit(True, data, "")
     else:
-        emit(False, None, _markdown(record, audit))
+        emit(False, None, _markdown(record, audit, state))
 
 
 @plans.command("register")
@@ -100,16 +177,18 @@ def register(plan_file: str, config_path: str | None, warehouse: str | None, as_
     plan = read_plan_file(Path(plan_file))
     by = actor or plan.created_by
     row = None
+    review = _review(app)
     if key is None:
-        record = approval.register_plan(store, plan, actor=by, policy=app.policy)
+        record = approval.register_plan(store, plan, actor=by, policy=app.policy, review=review)
         if app.executor.require_signatures:
             click.echo(f"logdir-gc plans: warning: {record.plan_id} registered without a signed proposal; executors "
                        "that require signatures refuse it [author_unsigned] until its author signs it (plans "
                        "propose, or plans register --key)", err=True)
     else:
-        record, row = register_signed(store, plan, by=by, policy=app.policy, key=key)
-    emit(as_json, {**_summary(record), "signature": _row(row)},
-         f"registered {record.plan_id}: {record.status} ({record.content_hash}){_signed_line(row)}")
+        record, row = register_signed(store, plan, by=by, policy=app.policy, key=key, review=review)
+    state = _state(app, store, record, review, plan.cluster_id)
+    emit(as_json, {**_summary(record, state), "signature": _row(row)},
+         f"registered {record.plan_id}: {state.status} ({record.content_hash}){_signed_line(row)}")
 
 
 def _signing_options(fn: Any) -> Any:
@@ -142,8 +221,11 @@ def propose(plan_id: str, by: str | None, key: str | None, config_path: str | No
     from pipelines.signing.workflow import propose_signed
 
     app = load_app(config_path, warehouse)
-    record, row = propose_signed(open_store(app), plan_id, policy=app.policy, key=key, by=by)
-    emit(as_json, {**_summary(record), "signature": _row(row)}, f"{plan_id}: proposed{_signed_line(row)}")
+    store = open_store(app)
+    review = _review(app)
+    record, row = propose_signed(store, plan_id, policy=app.policy, key=key, by=by, review=review)
+    state = _state(app, store, record, review)
+    emit(as_json, {**_summary(record, state), "signature": _row(row)}, f"{plan_id}: proposed{_signed_line(row)}")
 
 
 @plans.command("approve")
@@ -166,14 +248,18 @@ def approve(plan_id: str, by: str, comment: str, brokers: tuple[int, ...], valid
     store = open_store(app)
     grace = app.detect.grace_ms if config_path else None
     row = None
+    review = None
     if _unsigned(app, key):
         record = approval.approve(store, plan_id, by=by, policy=app.policy, comment=comment, detect_grace_ms=grace)
     else:
+        review = _review(app)
         record, row = approve_signed(store, plan_id, by=by, policy=app.policy, key=key, comment=comment,
                                      brokers=brokers, valid_for_ms=_duration(valid_for, "--valid-for"),
-                                     detect_grace_ms=grace)
-    emit(as_json, {**_summary(record), "signature": _row(row)},
-         f"{shown(plan_id)}: {shown(record.status)} (approvals: {', '.join(shown(a) for a in record.approvals)})"
+                                     detect_grace_ms=grace, review=review)
+        _fresh_warning(review, row)
+    state = _state(app, store, record, review)
+    emit(as_json, {**_summary(record, state), "signature": _row(row)},
+         f"{shown(plan_id)}: {shown(state.shown_status)} (approvals: {', '.join(shown(a) for a in state.approvals)})"
          f"{_signed_line(row)}")
 
 
@@ -191,11 +277,16 @@ def reject(plan_id: str, by: str, reason: str, key: str | None, config_path: str
     app = load_app(config_path, warehouse)
     store = open_store(app)
     row = None
+    review = None
     if _unsigned(app, key):
         record = approval.reject(store, plan_id, by=by, reason=reason)
     else:
-        record, row = reject_signed(store, plan_id, by=by, reason=reason, policy=app.policy, key=key)
-    emit(as_json, {**_summary(record), "signature": _row(row)}, f"{plan_id}: {record.status}{_signed_line(row)}")
+        review = _review(app)
+        record, row = reject_signed(store, plan_id, by=by, reason=reason, policy=app.policy, key=key, review=review)
+        _fresh_warning(review, row)
+    state = _state(app, store, record, review)
+    emit(as_json, {**_summary(record, state), "signature": _row(row)},
+         f"{plan_id}: {state.shown_status}{_signed_line(row)}")
 
 
 @plans.command("verify")

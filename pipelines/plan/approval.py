@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pipelines.config.models import PolicyConfig
 from pipelines.errors import PlanError, PolicyViolation
@@ -199,11 +199,28 @@ def next_stamp(previous: datetime | None, now: datetime) -> datetime:
 Decide = Callable[[PlanRecord], tuple[str, dict[str, Any]]]
 
 
+class ReviewView(Protocol):
+    """The review state as the signatures show it (``pipelines.signing.review_state.SignedReview``), used when
+    ``executor.require_signatures`` is on: a forged ``gc_plans.status``/``approvals`` or audit row neither blocks a
+    signed decision nor counts as one."""
+
+    def view(self, store: TableStore, record: PlanRecord) -> PlanRecord:
+        """``record`` with the status and approvals its verified signatures give it."""
+
+    def authors(self, store: TableStore, record: PlanRecord) -> frozenset[str]:
+        """Its ``created_by``, its registrants and the signers of its verified signed proposals."""
+
+
 def _transition(store: TableStore, plan_id: str, *, actor: str, action: str, comment: str, decide: Decide,
-                now: datetime | None) -> PlanRecord:
-    """Compare-and-set loop. ``decide(record)`` returns (new status, extra column values) or raises a refusal."""
+                now: datetime | None, review: ReviewView | None = None) -> PlanRecord:
+    """Compare-and-set loop. ``decide(record)`` returns (new status, extra column values) or raises a refusal.
+
+    With ``review``, ``decide`` and the state machine see the plan as its signatures show it; the compare-and-set
+    still guards the row as stored.
+    """
     for _ in range(MAX_ATTEMPTS):
-        record = get_plan(store, plan_id, with_json=False)
+        stored = get_plan(store, plan_id, with_json=False)
+        record = review.view(store, stored) if review is not None else stored
         at = now or _now()
         try:
             to_status, values = decide(record)
@@ -213,9 +230,9 @@ def _transition(store: TableStore, plan_id: str, *, actor: str, action: str, com
             append_audit(store, plan_id, at, actor, f"{action}_refused", record.status, None, str(exc),
                    record.content_hash)
             raise
-        stamp = next_stamp(record.updated_at, at)
-        guard = {"plan_id": plan_id, "status": record.status, "content_hash": record.content_hash,
-                 "updated_at": record.updated_at}
+        stamp = next_stamp(stored.updated_at, at)
+        guard = {"plan_id": plan_id, "status": stored.status, "content_hash": stored.content_hash,
+                 "updated_at": stored.updated_at}
         if store.update("gc_plans", guard, {"status": to_status, "updated_at": stamp, **values}) == 1:
             append_audit(store, plan_id, stamp, actor, action, record.status, to_status, comment, record.content_hash)
             return get_plan(store, plan_id, with_json=False)
@@ -223,7 +240,7 @@ def _transition(store: TableStore, plan_id: str, *, actor: str, action: str, com
 
 
 def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: PolicyConfig,
-                  now: datetime | None = None) -> PlanRecord:
+                  now: datetime | None = None, review: ReviewView | None = None) -> PlanRecord:
     """Load a plan into the tables as ``proposed`` (idempotent for identical content) and supersede older ones.
 
     A plan id already present with other content is replaced only while it is proposed or approved; its
@@ -248,20 +265,23 @@ def register_plan(store: TableStore, plan: GcPlan, *, actor: str, policy: Policy
                               "expires_at": rules.expiry_of(plan, policy)}
 
         _transition(store, plan.plan_id, actor=actor, action="content_changed",
-                    comment=f"new content {plan.content_hash}; approvals reset", decide=replace, now=now)
+                    comment=f"new content {plan.content_hash}; approvals reset", decide=replace, now=now, review=review)
         store.overwrite_partition("gc_plan_items", {"plan_id": plan.plan_id}, plan_item_table(plan))
-    supersede_older(store, plan, actor=actor, now=now)
+    supersede_older(store, plan, actor=actor, now=now, review=review)
     return get_plan(store, plan.plan_id, with_json=False)
 
 
-def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetime | None = None) -> list[str]:
+def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetime | None = None,
+                    review: ReviewView | None = None) -> list[str]:
     """Among the cluster's proposed plans, the newest (created_at, then plan_id) supersedes every other one.
 
     Returns the ids marked superseded. A plan approved or decided meanwhile is left alone (its transition
-    refuses) since only unapproved plans are superseded.
+    refuses) since only unapproved plans are superseded. With ``review``, "proposed" and "approved" are what the
+    signatures say, whatever ``gc_plans.status`` records.
     """
+    where = {"cluster": plan.cluster} if review is not None else {"cluster": plan.cluster, "status": PROPOSED}
     proposed = [(r["created_at"], r["plan_id"]) for r in store.read_rows(  # not the plans' JSON: only their order
-        "gc_plans", {"cluster": plan.cluster, "status": PROPOSED}, columns=("created_at", "plan_id"))]
+        "gc_plans", where, columns=("created_at", "plan_id"))]
     if len(proposed) < 2:
         return []
     _, newest_id = max(proposed)
@@ -277,7 +297,7 @@ def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetim
 
         try:
             _transition(store, plan_id, actor=actor, action="supersede", comment=f"by {newest_id}",
-                        decide=mark, now=now)
+                        decide=mark, now=now, review=review)
         except PolicyViolation:
             continue
         done.append(plan_id)
@@ -285,7 +305,8 @@ def supersede_older(store: TableStore, plan: GcPlan, *, actor: str, now: datetim
 
 
 def approve(store: TableStore, plan_id: str, *, by: str, policy: PolicyConfig, comment: str = "",
-            now: datetime | None = None, detect_grace_ms: int | None = None) -> PlanRecord:
+            now: datetime | None = None, detect_grace_ms: int | None = None,
+            review: ReviewView | None = None) -> PlanRecord:
     """Add ``by``'s approval; the plan becomes ``approved`` once ``policy.approvals_required`` distinct people did.
 
     Raises:
@@ -305,19 +326,42 @@ def approve(store: TableStore, plan_id: str, *, by: str, policy: PolicyConfig, c
                                "approved")
         rules.check_plan(plan, policy, detect_grace_ms=detect_grace_ms)
         rules.check_approver(plan, policy, by, record.approvals)
-        check_not_author(plan, policy, by, authors_of(store, plan))
+        check_not_author(plan, policy, by, review.authors(store, record) if review else authors_of(store, plan))
         approvals = [*record.approvals, by.strip()]
         status = APPROVED if len(approvals) >= policy.approvals_required else PROPOSED
         return status, {"approvals": approvals}
 
-    record = _transition(store, plan_id, actor=by, action="approve", comment=comment, decide=decide, now=now)
+    record = _transition(store, plan_id, actor=by, action="approve", comment=comment, decide=decide, now=now,
+                         review=review)
     if expired:
         append_audit(store, plan_id, _now(), by, "approve_refused", EXPIRED, None, "plan expired", record.content_hash)
         raise rules.refuse("plan_expiry", f"plan {plan_id} expired at {record.expires_at}; it was marked expired")
     return record
 
 
-def reject(store: TableStore, plan_id: str, *, by: str, reason: str, now: datetime | None = None) -> PlanRecord:
+def settle_approved(store: TableStore, plan_id: str, review: ReviewView, *, actor: str,
+                    now: datetime | None = None) -> PlanRecord:
+    """After a signature is stored: when the signatures now make a plan ``approved`` that ``gc_plans`` still records
+    as ``proposed`` (two approvers raced, each transition saw only the other's signature missing), record it so
+    (compare-and-set, audited ``approve_settled``). Returns the plan as its signatures show it."""
+    for _ in range(MAX_ATTEMPTS):
+        stored = get_plan(store, plan_id, with_json=False)
+        record = review.view(store, stored)
+        if not (record.status == APPROVED and stored.status == PROPOSED):
+            return record
+        at = now or _now()
+        stamp = next_stamp(stored.updated_at, at)
+        guard = {"plan_id": plan_id, "status": stored.status, "content_hash": stored.content_hash,
+                 "updated_at": stored.updated_at}
+        if store.update("gc_plans", guard, {"status": APPROVED, "approvals": list(record.approvals),
+                                            "updated_at": stamp}) == 1:
+            append_audit(store, plan_id, stamp, actor, "approve_settled", PROPOSED, APPROVED,
+                         "approved by the verified signatures", stored.content_hash)
+    return review.view(store, get_plan(store, plan_id, with_json=False))
+
+
+def reject(store: TableStore, plan_id: str, *, by: str, reason: str, now: datetime | None = None,
+           review: ReviewView | None = None) -> PlanRecord:
     """Reject a proposed plan. Raises PolicyViolation without a reason or when the plan is already decided."""
     def decide(record: PlanRecord) -> tuple[str, dict[str, Any]]:
         if not by.strip():
@@ -329,7 +373,8 @@ def reject(store: TableStore, plan_id: str, *, by: str, reason: str, now: dateti
                                "rejected")
         return REJECTED, {}
 
-    return _transition(store, plan_id, actor=by, action="reject", comment=reason, decide=decide, now=now)
+    return _transition(store, plan_id, actor=by, action="reject", comment=reason, decide=decide, now=now,
+                       review=review)
 
 
 def set_status(store: TableStore, plan_id: str, to_status: str, *, actor: str, comment: str = "",

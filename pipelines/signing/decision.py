@@ -19,9 +19,10 @@ under ``approver_must_differ_from_author`` a plan without a valid signed proposa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pipelines.config.models import PolicyConfig
 from pipelines.plan.model import GcPlan, compute_content_hash
@@ -29,7 +30,7 @@ from pipelines.signing.records import SignatureRow
 from pipelines.signing.ssh_key import PublicKey
 from pipelines.signing.statement import Statement, StatementError, format_time
 from pipelines.signing.trust import HostTrust
-from pipelines.signing.verify import verify_signature
+from pipelines.signing.verify import SignatureCheck, verify_signature
 
 COUNTED, AUTHOR, VETO, NOT_COUNTED = "counted", "author", "veto", "not_counted"
 
@@ -90,7 +91,18 @@ class PlanVerdict:
                 "signatures": [v.to_dict() for v in self.signatures]}
 
 
-def _field_problem(st: Statement, plan: GcPlan, content_hash: str, host: HostFacts,
+class PlanFacts(Protocol):
+    """What a statement is compared with: a :class:`GcPlan`, or the same three facts read from ``gc_plans``."""
+
+    @property
+    def plan_id(self) -> str: ...
+    @property
+    def cluster(self) -> str: ...
+    @property
+    def cluster_id(self) -> str | None: ...
+
+
+def field_problem(st: Statement, plan: PlanFacts, content_hash: str, host: HostFacts,
                    now: datetime) -> tuple[str, str] | None:
     if st.plan_id != plan.plan_id:
         return "signature_plan", f"signed plan {st.plan_id}, not {plan.plan_id}"
@@ -111,23 +123,28 @@ def _field_problem(st: Statement, plan: GcPlan, content_hash: str, host: HostFac
     return None
 
 
-def _check_row(row: SignatureRow, plan: GcPlan, content_hash: str, trust: HostTrust, host: HostFacts,
-               now: datetime) -> SignatureVerdict:
+Verify = Callable[[bytes, str, str, HostTrust, datetime], SignatureCheck]
+
+
+def check_row(row: SignatureRow, plan: PlanFacts, content_hash: str, trust: HostTrust, host: HostFacts,
+              now: datetime, verify: Verify = verify_signature) -> SignatureVerdict:
+    """One stored signature judged: its statement's fields against ``plan``/``host``, then its signature (``verify``:
+    ssh-keygen, or a caller's cache of it)."""
     try:
         st = Statement.parse(row.statement)
     except StatementError as exc:
         return SignatureVerdict(row, None, None, NOT_COUNTED, "statement_invalid", str(exc))
-    problem = _field_problem(st, plan, content_hash, host, now)
+    problem = field_problem(st, plan, content_hash, host, now)
     if problem is not None:
         return SignatureVerdict(row, st, None, NOT_COUNTED, *problem)
-    check = verify_signature(st.to_bytes(), row.signature, st.signer, trust, now)
+    check = verify(st.to_bytes(), row.signature, st.signer, trust, now)
     if not check.ok:
         return SignatureVerdict(row, st, check.key, NOT_COUNTED, check.rule, check.reason)
     status = {"propose": AUTHOR, "reject": VETO}.get(st.action, COUNTED)
     return SignatureVerdict(row, st, check.key, status)
 
 
-def _count(checked: list[SignatureVerdict], policy: PolicyConfig) -> list[SignatureVerdict]:
+def count_approvals(checked: list[SignatureVerdict], policy: PolicyConfig) -> list[SignatureVerdict]:
     """Exclude the authors (signers of valid proposals) and repeated principals or keys from the valid approvals,
     oldest statement first."""
     authors: set[str] = set()
@@ -160,7 +177,7 @@ def judge(plan: GcPlan, rows: list[SignatureRow], trust: HostTrust, host: HostFa
           now: datetime) -> PlanVerdict:
     """Every stored signature of ``plan`` judged for this host, and whether the plan may run here."""
     content_hash = compute_content_hash(plan)
-    verdicts = _count([_check_row(r, plan, content_hash, trust, host, now) for r in rows], policy)
+    verdicts = count_approvals([check_row(r, plan, content_hash, trust, host, now) for r in rows], policy)
     refusal = None
     vetoes = [v for v in verdicts if v.status == VETO]
     counted = [v for v in verdicts if v.status == COUNTED]

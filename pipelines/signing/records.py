@@ -45,8 +45,12 @@ def read_signatures(store: TableStore, plan_id: str) -> list[SignatureRow]:
     """Every stored signature row of ``plan_id`` in ``at`` order; none when the table does not exist yet."""
     if not store.exists(TABLE):
         return []
-    rows = store.read_rows(TABLE, {"plan_id": plan_id})
-    out = [SignatureRow(r["plan_id"], r["at"], r.get("action") or "", r.get("signer") or "",
-                        r.get("content_hash") or "", r.get("key_fingerprint") or "", r.get("statement") or "",
-                        r.get("signature") or "") for r in rows]
+    out = [row_of(r) for r in store.read_rows(TABLE, {"plan_id": plan_id})]
     return sorted(out, key=lambda r: (r.at, r.signer))
+
+
+def row_of(r: dict) -> SignatureRow:
+    """One ``gc_plan_signatures`` row, typed (missing text as empty strings)."""
+    return SignatureRow(r["plan_id"], r["at"], r.get("action") or "", r.get("signer") or "",
+                        r.get("content_hash") or "", r.get("key_fingerprint") or "", r.get("statement") or "",
+                        r.get("signature") or "")

@@ -51,12 +51,13 @@ def kafka_uid(kafka_user: str | None) -> int:
         raise ConfigError(f"executor.kafka_user: no user {kafka_user!r} on this host") from None
 
 
-def check_trust_file(path: str | Path, *, key: str, rule: str, trusted: frozenset[int]) -> Path:
+def check_trust_file(path: str | Path, *, key: str, rule: str, trusted: frozenset[int],
+                     section: str = "executor") -> Path:
     """The real path of a vetted trust file. PolicyViolation ``[rule]`` when someone else could change it.
 
     Every node on the way is judged, links included (:func:`~pipelines.signing.owned_path.vet_path`).
     """
-    vetted = vet_path(path, key=f"executor.{key}", rule=rule, trusted=trusted)
+    vetted = vet_path(path, key=f"{section}.{key}", rule=rule, trusted=trusted)
     if not stat.S_ISREG(vetted.st.st_mode):
         raise refuse(rule, f"{os.path.abspath(path)} is not a regular file")
     return vetted.real

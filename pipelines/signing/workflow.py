@@ -20,7 +20,7 @@ from pipelines.config.models import PolicyConfig
 from pipelines.errors import PolicyViolation
 from pipelines.plan import approval
 from pipelines.plan import policy as rules
-from pipelines.plan.approval import PlanRecord
+from pipelines.plan.approval import PlanRecord, ReviewView
 from pipelines.plan.model import GcPlan
 from pipelines.signing.records import SignatureRow, store_signature
 from pipelines.signing.signer import sign
@@ -60,14 +60,16 @@ def statement_for(plan: GcPlan, action: str, signer: str, policy: PolicyConfig, 
 def approve_signed(store: TableStore, plan_id: str, *, by: str, policy: PolicyConfig, key: KeyPath, comment: str = "",
                    brokers: Iterable[int] | None = None, valid_for_ms: int | None = None,
                    detect_grace_ms: int | None = None, now: datetime | None = None,
-                   ) -> tuple[PlanRecord, SignatureRow]:
+                   review: ReviewView | None = None) -> tuple[PlanRecord, SignatureRow]:
     """Sign ``by``'s approval of the plan's current content, record it, store the signature.
 
     The cheap rules (state, approver) are checked before signing, so nobody touches a hardware key for an approval
     the workflow would refuse; :func:`approval.approve` checks everything again inside its compare-and-set.
+    ``review``: judge state, approvals and authors from verified signatures (``executor.require_signatures``).
     """
     clock = now or datetime.now(timezone.utc)
-    record = approval.get_plan(store, plan_id)
+    stored = approval.get_plan(store, plan_id)
+    record = review.view(store, stored) if review is not None else stored
     plan = record.plan()
     try:
         if record.status != approval.PROPOSED:
@@ -75,39 +77,45 @@ def approve_signed(store: TableStore, plan_id: str, *, by: str, policy: PolicyCo
         rules.check_unexpired(plan, policy, clock)
         rules.check_plan(plan, policy, detect_grace_ms=detect_grace_ms)
         rules.check_approver(plan, policy, by, record.approvals)
-        approval.check_not_author(plan, policy, by, approval.authors_of(store, plan))
+        authors = review.authors(store, record) if review is not None else approval.authors_of(store, plan)
+        approval.check_not_author(plan, policy, by, authors)
     except PolicyViolation:
         # the workflow refuses this approval: let it do so itself, so the attempt is audited (and an expired plan
         # marked expired) exactly as an unsigned one would be
         approval.approve(store, plan_id, by=by, policy=policy, comment=comment, now=now,
-                         detect_grace_ms=detect_grace_ms)
+                         detect_grace_ms=detect_grace_ms, review=review)
         raise
     signed = sign(statement_for(plan, "approve", by, policy, now=clock, brokers=brokers,
                                 valid_for_ms=valid_for_ms), key=key)
     decided = approval.approve(store, plan_id, by=by, policy=policy, comment=comment, now=now,
-                               detect_grace_ms=detect_grace_ms)
-    return decided, store_signature(store, plan_id, decided.updated_at or clock, signed)
+                               detect_grace_ms=detect_grace_ms, review=review)
+    row = store_signature(store, plan_id, decided.updated_at or clock, signed)
+    if review is not None:
+        decided = approval.settle_approved(store, plan_id, review, actor=by, now=now)
+    return decided, row
 
 
 def reject_signed(store: TableStore, plan_id: str, *, by: str, reason: str, policy: PolicyConfig, key: KeyPath,
-                  now: datetime | None = None) -> tuple[PlanRecord, SignatureRow]:
+                  now: datetime | None = None, review: ReviewView | None = None) -> tuple[PlanRecord, SignatureRow]:
     """Sign ``by``'s rejection; a valid signed rejection stops every executor that requires signatures."""
     clock = now or datetime.now(timezone.utc)
-    record = approval.get_plan(store, plan_id)
+    stored = approval.get_plan(store, plan_id)
+    record = review.view(store, stored) if review is not None else stored
     if record.status != approval.PROPOSED or not by.strip() or not reason.strip():
-        approval.reject(store, plan_id, by=by, reason=reason, now=now)  # refuses naming the rule, audited
+        approval.reject(store, plan_id, by=by, reason=reason, now=now, review=review)  # refuses naming the rule
         raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; only a proposed plan is rejected")
     signed = sign(statement_for(record.plan(), "reject", by, policy, now=clock), key=key)
-    decided = approval.reject(store, plan_id, by=by, reason=reason, now=now)
+    decided = approval.reject(store, plan_id, by=by, reason=reason, now=now, review=review)
     return decided, store_signature(store, plan_id, decided.updated_at or clock, signed)
 
 
 def propose_signed(store: TableStore, plan_id: str, *, policy: PolicyConfig, key: KeyPath, by: str | None = None,
-                   now: datetime | None = None) -> tuple[PlanRecord, SignatureRow]:
+                   now: datetime | None = None, review: ReviewView | None = None) -> tuple[PlanRecord, SignatureRow]:
     """Sign the plan as an author: ``by`` (default the plan's ``created_by``). Its signer is then never counted as
     an approver, by name or by key; an executor verifies that ``key`` is listed for ``by``."""
     clock = now or datetime.now(timezone.utc)
-    record = approval.get_plan(store, plan_id)
+    stored = approval.get_plan(store, plan_id)
+    record = review.view(store, stored) if review is not None else stored
     plan = record.plan()
     author = (by if by is not None else plan.created_by).strip()
     if record.status != approval.PROPOSED:
@@ -118,7 +126,8 @@ def propose_signed(store: TableStore, plan_id: str, *, policy: PolicyConfig, key
 
 
 def register_signed(store: TableStore, plan: GcPlan, *, by: str, policy: PolicyConfig, key: KeyPath,
-                    now: datetime | None = None) -> tuple[PlanRecord, SignatureRow | None]:
+                    now: datetime | None = None, review: ReviewView | None = None,
+                    ) -> tuple[PlanRecord, SignatureRow | None]:
     """Register ``plan`` and sign its proposal as ``by``, the registrant (who is then its author).
 
     The proposal is signed before anything is written, so a key that cannot sign registers nothing. It is stored
@@ -127,7 +136,9 @@ def register_signed(store: TableStore, plan: GcPlan, *, by: str, policy: PolicyC
     """
     clock = now or datetime.now(timezone.utc)
     signed = sign(statement_for(plan, "propose", by, policy, now=clock), key=key)
-    record = approval.register_plan(store, plan, actor=by.strip(), policy=policy, now=now)
+    record = approval.register_plan(store, plan, actor=by.strip(), policy=policy, now=now, review=review)
+    if review is not None:
+        record = review.view(store, record)
     if record.status != approval.PROPOSED or record.content_hash != signed.statement.content_hash:
         return record, None
     at = approval.record_event(store, record, actor=by.strip(), action="propose", comment="signed proposal",
