@@ -69,9 +69,18 @@ REVIEW = [
                   "config_path = None\nallowed_signers = None\nsigning_key = None\nfigures_out = None",
                   metadata={"tags": ["parameters"]}),
     new_code_cell(REVIEW_SETUP + "\n\nwh = a.open_warehouse(warehouse, cluster)\nrecord = a.plan_record(wh, plan_id)\n"
-                  "plan = record.plan()\nprint(f\"{shown(record.plan_id)}: {record.status}, {len(plan.items)} items, "
+                  "plan = record.plan()\n"
+                  "# the state `plans list` shows: from signatures that verify under the reviewers' allowed_signers\n"
+                  "state = a.review_state(wh, record, config_path=config_path, allowed_signers=allowed_signers)\n"
+                  "print(f\"{shown(record.plan_id)}: {state['status']}, {len(plan.items)} items, "
                   "{a.human_bytes(plan.total_bytes)}, run {plan.run_id}, metadata offset {plan.metadata_offset}\")\n"
-                  "print(f\"content hash {record.content_hash}\")"),
+                  "print(f\"content hash {record.content_hash}\")\n"
+                  "for u in state[\"unverified_decisions\"]:\n"
+                  "    print(f\"UNVERIFIED {shown(u['action'])} by {shown(u['actor'])} ({u['source']}): "
+                  "{shown(u['reason'])}\")\n"
+                  "if state[\"recorded_status\"] != state[\"status\"]:\n"
+                  "    print(f\"gc_plans records {shown(state['recorded_status'])}; the signatures say "
+                  "{state['status']}\")"),
     new_markdown_cell("## Items by class, broker and log dir"),
     new_code_cell("display(a.shown_frame(a.plan_breakdown(plan, \"class\")))\n"
                   "display(a.shown_frame(a.plan_breakdown(plan, \"broker_id\")))\n"
@@ -89,7 +98,7 @@ REVIEW = [
     new_markdown_cell("## Policy checks"),
     new_code_cell("policy, detect_grace_ms = a.review_policy(config_path)\n"
                   "checks = a.policy_checks(plan, policy, detect_grace_ms=detect_grace_ms, approver=approver,\n"
-                  "                         existing_approvals=record.approvals)\na.shown_frame(checks)"),
+                  "                         existing_approvals=tuple(state[\"approvals\"]))\na.shown_frame(checks)"),
     new_markdown_cell("## Signatures\n\nEach signed proposal, approval and rejection, judged as a broker host "
                       "trusting `allowed_signers` (default: the config's `executor.allowed_signers`) would judge it; "
                       "an approval recorded without a signature is `unsigned` and never counts where signatures are "
@@ -97,7 +106,7 @@ REVIEW = [
     new_code_cell("signatures = a.signature_status(wh, record, config_path=config_path, "
                   "allowed_signers=allowed_signers)\na.shown_frame(signatures)"),
     new_markdown_cell("## Decision"),
-    new_code_cell("import json\n\nsummary = a.review_summary(record, diff, checks)\n"
+    new_code_cell("import json\n\nsummary = a.review_summary(record, diff, checks, state)\n"
                   "print(json.dumps(summary, indent=1))\n"
                   "commands = a.decision_commands(record, wh.root, approver=approver, config_path=config_path,\n"
                   "                              key=signing_key)\n"

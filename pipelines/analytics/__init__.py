@@ -55,6 +55,7 @@ from pipelines.analytics.review import (
     policy_checks,
     previous_plan,
     review_policy,
+    review_state,
     review_summary,
     signature_status,
 )
@@ -121,6 +122,7 @@ __all__ = [
     "reclaimable_over_time",
     "render_report",
     "review_policy",
+    "review_state",
     "review_summary",
     "shown_frame",
     "signature_status",

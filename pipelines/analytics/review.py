@@ -32,6 +32,7 @@ __all__ = [
     "policy_checks",
     "previous_plan",
     "review_policy",
+    "review_state",
     "review_summary",
     "signature_status",
 ]
@@ -196,10 +197,40 @@ def review_policy(config_path: str | None) -> tuple[PolicyConfig, int | None]:
     return app.policy, app.detect.grace_ms
 
 
-def review_summary(record: PlanRecord, diff: pd.DataFrame, checks: pd.DataFrame) -> dict[str, Any]:
-    """The figures an approver reads last, JSON-ready: size, changes since the previous plan, failed rules."""
+def review_state(wh: Warehouse, record: PlanRecord, *, config_path: str | None = None,
+                 allowed_signers: str | None = None) -> dict[str, Any]:
+    """The plan's review state exactly as ``logdir-gc plans list``/``show`` derive it: with
+    ``executor.require_signatures`` on (the default), ``status`` and ``approvals`` from the signatures that verify
+    under the reviewers' ``allowed_signers`` (this argument, else the config's ``signing.allowed_signers``, else its
+    ``executor.allowed_signers``), beside ``recorded_status`` and ``unverified_decisions`` (decisions recorded in
+    the warehouse that no such signature bears out); under ``require_signatures: false``, the recorded state."""
+    from pipelines.signing.review_state import load_review_trust, state_of
+
+    app = _review_app(wh, config_path, allowed_signers)
+    state = state_of(wh.store, record, load_review_trust(app), app.policy, cluster_id=record.plan().cluster_id)
+    return state.to_dict()
+
+
+def _review_app(wh: Warehouse, config_path: str | None, allowed_signers: str | None) -> Any:
+    from pipelines.config.load import config_from_dict, load_config
+
+    app = load_config(config_path) if config_path else config_from_dict(
+        {"cluster": wh.cluster or "-", "warehouse": wh.root}, origin="review notebook")
+    if allowed_signers:
+        app = app.model_copy(update={"signing": app.signing.model_copy(update={"allowed_signers": allowed_signers,
+                                                                               "revoked_keys": None})})
+    return app
+
+
+def review_summary(record: PlanRecord, diff: pd.DataFrame, checks: pd.DataFrame,
+                   state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The figures an approver reads last, JSON-ready: size, changes since the previous plan, failed rules; with
+    ``state`` (:func:`review_state`), the status and approvals the signatures bear out, and what they do not."""
     plan = record.plan()
     changes = diff["change"].value_counts() if len(diff) else pd.Series(dtype=int)
+    verified = {} if state is None else {"status": state["status"], "approvals": state["approvals"],
+                                         "recorded_status": state["recorded_status"],
+                                         "unverified_decisions": state["unverified_decisions"]}
     return {
         "plan_id": record.plan_id, "cluster": record.cluster, "status": record.status,
         "content_hash": record.content_hash, "items": len(plan.items), "bytes": plan.total_bytes,
@@ -209,6 +240,7 @@ def review_summary(record: PlanRecord, diff: pd.DataFrame, checks: pd.DataFrame)
         "changed": int(changes.get("changed", 0)), "unchanged": int(changes.get("same", 0)),
         "failed_rules": sorted(checks.loc[checks["status"] == "fail", "rule"]),
         "approvals": list(record.approvals),
+        **verified,
     }
 
 
