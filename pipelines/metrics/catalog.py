@@ -46,8 +46,17 @@ RUN_SUCCESS = _g("logdir_gc_run_success", "1 when the last run completed every s
 LAST_SUCCESS = _g("logdir_gc_last_success_timestamp_seconds", "When a run last completed every step with a "
                   "crawl that was not failed (Unix time)")
 
+PLANS = _g("logdir_gc_plans", "The cluster's plans by review status, as `plans list` shows it (with "
+           "require_signatures: from the signatures that verify under the reviewers' allowed_signers)", "status")
+UNVERIFIED_DECISIONS = _g("logdir_gc_plan_unverified_decisions", "Decisions recorded on the cluster's plans that no "
+                          "signature verifying under the reviewers' allowed_signers bears out (forged or unsigned)")
+
 RUN = (RECLAIMABLE_BYTES, RECLAIMABLE_DIRS, PLANNABLE_BYTES, UNEXPLAINED_BYTES, CRAWL_ERRORS, STEP_DURATION,
-       PLAN_ITEMS, PLAN_BYTES, CRAWLED_PARTITION_DIRS, RUN_TIMESTAMP, RUN_SUCCESS, LAST_SUCCESS)
+       PLAN_ITEMS, PLAN_BYTES, CRAWLED_PARTITION_DIRS, RUN_TIMESTAMP, RUN_SUCCESS, LAST_SUCCESS, PLANS,
+       UNVERIFIED_DECISIONS)
+PLAN_STATUSES = ("proposed", "approved", "rejected", "expired", "superseded", "applying", "applied",
+                 "partially_applied", "failed", "partially_restored", "restored", "purged")
+"""``logdir_gc_plans`` ``status`` values; each is written (0 when none)."""
 
 # -- the executor on a broker host: a node_exporter textfile, counters kept across runs ------------------
 EXEC_ITEMS = _c("logdir_gc_executor_items_total", "Plan items the executor handled, by outcome "

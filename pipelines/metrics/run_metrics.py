@@ -13,6 +13,7 @@ reach the metrics as they reach the tables.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from pipelines.metrics.families import Families
 from pipelines.metrics.push import PushFailed, push
 from pipelines.metrics.textfile import write_url
 from pipelines.redaction import redact_text
+from pipelines.tables.base import TableStore
 from pipelines.tables.object_store import WarehouseStorage, warehouse_storage
 
 
@@ -89,6 +91,24 @@ def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_i
     return crawl["status"].iloc[0] != "failed"
 
 
+def plan_state_figures(families: Families, config: AppConfig, store: TableStore | None = None) -> None:
+    """The cluster's plans per review status and its unverified decisions, derived as ``plans list`` derives them
+    (:mod:`pipelines.signing.review_state`: from verified signatures when ``executor.require_signatures`` is on)."""
+    from pipelines.plan import approval
+    from pipelines.signing.review_state import load_review_trust, plan_states
+
+    if store is None:
+        from pipelines.tables.warehouse_store import warehouse_store
+
+        store = warehouse_store(config.warehouse, config.warehouse_storage_options)
+    records = approval.list_plans(store, config.cluster)
+    states = plan_states(store, records, load_review_trust(config) if records else None, config.policy)
+    counts = Counter(s.status for s in states)
+    for status in sorted(set(m.PLAN_STATUSES) | set(counts)):
+        families.set(m.PLANS, counts.get(status, 0), cluster=config.cluster, status=status)
+    families.set(m.UNVERIFIED_DECISIONS, sum(len(s.unverified) for s in states), cluster=config.cluster)
+
+
 def record_run(config: AppConfig, run_id: str, durations: Mapping[str, float], *, plan_id: str | None,
                now: float | None = None) -> MetricsOutcome:
     """Metrics of a run that completed every step (``durations``: seconds per step, when measured): written to
@@ -103,6 +123,10 @@ def record_run(config: AppConfig, run_id: str, durations: Mapping[str, float], *
     except Exception as exc:  # metrics never fail a run; the note says what is missing
         outcome.notes.append(_note(config, f"warehouse figures left out ({type(exc).__name__}: {exc})"))
         crawl_ok = False
+    try:
+        plan_state_figures(families, config)
+    except Exception as exc:  # metrics never fail a run
+        outcome.notes.append(_note(config, f"plan states left out ({type(exc).__name__}: {exc})"))
     for step, seconds in durations.items():
         families.set(m.STEP_DURATION, seconds, cluster=cluster, step=step)
     families.set(m.RUN_TIMESTAMP, now, cluster=cluster)
