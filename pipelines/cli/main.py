@@ -31,6 +31,7 @@ COMMANDS: MappingProxyType[str, str] = MappingProxyType(
         "purge": "pipelines.cli.execute_cmd:purge",
         "prestart": "pipelines.cli.execute_cmd:prestart",
         "report": "pipelines.cli.report_cmd:report",
+        "warehouse": "pipelines.cli.warehouse_cmd:warehouse",
         "package": "pipelines.cli.package_cmd:package",
     }
 )
