@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +339,59 @@ def test_live_tiered_topic_reads_from_offset_zero(tiered: Tiered) -> None:
     assert local and int(local[0][:20]) > 0
     got = tiered.kafka.consume(LIVE, expected=len(tiered.values[LIVE]))
     assert got == tiered.values[LIVE]
+
+
+def _tier_bytes(rsm_dir: Path, under: str = "kafka-tiered-storage") -> dict[str, bytes]:
+    return {p.relative_to(rsm_dir).as_posix(): p.read_bytes() for p in (rsm_dir / under).rglob("*") if p.is_file()}
+
+
+def test_apply_and_restore_the_kafka_made_leaks(tiered: Tiered, tmp_path: Path) -> None:
+    """The plannable findings become a signed plan of remote items; ``apply --remote --execute`` quarantines exactly
+    them (the live topics' objects untouched, their records still read from offset 0), ``restore --remote`` puts
+    every object back byte for byte."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "execute_remote"))
+    from remote_world import approve, config_of, make_plan
+
+    from pipelines.execute_remote.apply import RemoteTools, apply_remote
+    from pipelines.execute_remote.restore_purge import restore_remote
+    from pipelines.execute_remote.target import RemoteTarget
+    from pipelines.execute_remote.tier_store import TierStore
+    from pipelines.plan.remote_items import plan_remote_items
+    from pipelines.tables.rust_engine import RustTableStore
+
+    owned = "kafka-tiered-storage/"
+    location = tiered.rsm_dir.as_uri()
+    replicas = tiered.kafka.brokers[LEADER[LIVE]].log_dirs[0]  # a broker's log dir: its __remote_log_metadata-N
+    target = RemoteTarget(location=location, layout=LAYOUT, owned_prefix=owned, metadata_source=str(replicas))
+    tools = RemoteTools(target, TierStore.open(location, {}))
+    later = datetime.now(timezone.utc) + timedelta(days=2)  # the host's grace floor (1 day by default) elapsed
+    findings, rows = _findings(tiered, int(later.timestamp() * 1000))
+    planning = plan_remote_items([f.as_row("it", "run-1") for f in findings],
+                                 [{**r.as_row(), "cluster": "it", "run_id": "run-1"} for r in rows],
+                                 owned_prefix=owned, quarantine_folder=target.quarantine_folder)
+    garbage = {str(f.segment_id) for f in findings if f.plannable}
+    assert {i.segment_id for i in planning.items} == garbage and garbage
+    plan = make_plan(tuple(planning.items), plan_id="plan-tiered", created_hours_ago=0)
+    config = config_of(tmp_path)
+    config = config.model_copy(update={"metadata": config.metadata.model_copy(
+        update={"source": str(tiered.kafka.metadata_dir)})})
+    store = RustTableStore(str(tmp_path / "warehouse"))
+    approve(store, plan, config)
+    before = _tier_bytes(tiered.rsm_dir)
+
+    done = apply_remote(config, store, plan.plan_id, execute=True, tools=tools, now=later)
+    assert {i.action for i in done.items} == {"quarantined"}, [(i.item_id, i.reason) for i in done.items]
+    after = _tier_bytes(tiered.rsm_dir)
+    gone = {k for k in before if k.split("/")[-1][21:43] in garbage}
+    assert gone and set(after) == set(before) - gone
+    assert all(after[k] == before[k] for k in after)  # live topics' objects untouched
+    quarantined = _tier_bytes(tiered.rsm_dir, target.quarantine_folder.rstrip("/"))
+    assert {k.split("/", 2)[2]: v for k, v in quarantined.items()} == {k: before[k] for k in gone}
+    assert tiered.kafka.consume(LIVE, expected=len(tiered.values[LIVE])) == tiered.values[LIVE]
+
+    restored = restore_remote(config, store, plan.plan_id, execute=True, tools=tools)
+    assert not restored.failed and not restored.skipped and sorted(restored.restored) == sorted(
+        i.item_id for i in planning.items)
+    assert _tier_bytes(tiered.rsm_dir) == before  # byte-identical, every key back
+    assert tiered.kafka.consume(LIVE, expected=len(tiered.values[LIVE])) == tiered.values[LIVE]
+    assert tiered.kafka.consume(STALLED, expected=len(tiered.values[STALLED])) == tiered.values[STALLED]
