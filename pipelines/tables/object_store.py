@@ -97,7 +97,14 @@ class WarehouseStorage:
 
         Runtime settings, so this also works under spark-submit where the session already exists; the Hadoop
         configuration travels with each job to the executors.
+
+        Raises:
+            ConfigError: an S3 warehouse and a session that would commit through Delta's single-driver S3 log store
+                nobody chose (``commit_log_store.check_log_store``).
         """
+        from pipelines.tables.commit_log_store import check_log_store
+
+        check_log_store(dict(spark.sparkContext.getConf().getAll()), self.scheme, self.url)
         if not self.hadoop and not self.hadoop_secrets:
             return
         conf = spark.sparkContext._jsc.hadoopConfiguration()

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.errors import SparkStartFailed
 from pipelines.tables.class_archive import with_archive
+from pipelines.tables.commit_log_store import log_store_settings
 from pipelines.tables.jar_cache import (
     MAVEN_CENTRAL,
     JarsUnavailable,
@@ -194,9 +195,13 @@ def build_spark(
 def _jvm_settings(master: str, jar_settings: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
     """The settings of a driver JVM we start on ``master``: ours, then ``conf`` (jars and packages added to ours).
 
+    Ours include the multi-driver Delta log stores (``commit_log_store``) once the Delta jars are cached.
+
     Sets ``PYSPARK_PYTHON`` (and ``PYSPARK_DRIVER_PYTHON`` on a local master) for the Python workers.
     """
     settings = {**_COMMON_DEFAULTS, **_DELTA_SQL, **jar_settings}
+    for key, value in log_store_settings(conf).items():  # commits that never overwrite another driver's
+        settings[key] = ",".join([settings[key], value]) if key == "spark.jars" and settings.get(key) else value
     if master.startswith("local"):
         settings.update(_local_defaults(master))
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
