@@ -156,8 +156,15 @@ class SparkTableStore(TableStore):
             builder = builder.partitionedBy(*schema.partition_by)
         if schema.doc:
             builder = builder.comment(schema.doc)
-        self._retrying(builder.execute)
-        return True
+        from pipelines.tables.table_creation import check_existing, create_once
+
+        def check() -> None:  # the table another driver created at the same moment must be the declared one
+            fields = self._delta_table(schema).toDF().schema.fields
+            details = self._delta_table(schema).detail().select("partitionColumns").first()
+            check_existing(schema, {f.name: f.dataType.simpleString() for f in fields}, list(details[0] or []),
+                           self.table_uri(schema))
+
+        return create_once(lambda: self._retrying(builder.execute), lambda: self.exists(schema), check)
 
     def append(self, table: TableRef, rows: Any) -> None:
         self.check_writer(table)
