@@ -186,6 +186,7 @@ def register(plan_file: str, config_path: str | None, warehouse: str | None, as_
                        "propose, or plans register --key)", err=True)
     else:
         record, row = register_signed(store, plan, by=by, policy=app.policy, key=key, review=review)
+    record = approval.get_plan(store, plan.plan_id, with_json=False)  # as stored: its state is derived
     state = _state(app, store, record, review, plan.cluster_id)
     emit(as_json, {**_summary(record, state), "signature": _row(row)},
          f"registered {record.plan_id}: {state.status} ({record.content_hash}){_signed_line(row)}")
@@ -224,6 +225,7 @@ def propose(plan_id: str, by: str | None, key: str | None, config_path: str | No
     store = open_store(app)
     review = _review(app)
     record, row = propose_signed(store, plan_id, policy=app.policy, key=key, by=by, review=review)
+    record = approval.get_plan(store, plan_id, with_json=False)  # as stored: its state is derived
     state = _state(app, store, record, review)
     emit(as_json, {**_summary(record, state), "signature": _row(row)}, f"{plan_id}: proposed{_signed_line(row)}")
 
@@ -257,6 +259,7 @@ def approve(plan_id: str, by: str, comment: str, brokers: tuple[int, ...], valid
                                      brokers=brokers, valid_for_ms=_duration(valid_for, "--valid-for"),
                                      detect_grace_ms=grace, review=review)
         _fresh_warning(review, row)
+    record = approval.get_plan(store, plan_id, with_json=False)  # as stored: its state is derived
     state = _state(app, store, record, review)
     emit(as_json, {**_summary(record, state), "signature": _row(row)},
          f"{shown(plan_id)}: {shown(state.shown_status)} (approvals: {', '.join(shown(a) for a in state.approvals)})"
@@ -284,6 +287,7 @@ def reject(plan_id: str, by: str, reason: str, key: str | None, config_path: str
         review = _review(app)
         record, row = reject_signed(store, plan_id, by=by, reason=reason, policy=app.policy, key=key, review=review)
         _fresh_warning(review, row)
+    record = approval.get_plan(store, plan_id, with_json=False)  # as stored: its state is derived
     state = _state(app, store, record, review)
     emit(as_json, {**_summary(record, state), "signature": _row(row)},
          f"{plan_id}: {state.shown_status}{_signed_line(row)}")
