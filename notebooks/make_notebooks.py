@@ -23,39 +23,62 @@ CAPACITY = [
     new_markdown_cell(
         "# Capacity analysis\n\n"
         "Where the bytes are (brokers, log dirs, topics), what is reclaimable and since when, what no partition "
-        "explains, and how it all moves across crawl runs. Set `warehouse` (and `cluster` when the warehouse "
-        "holds several) in the next cell."),
+        "explains, and how it all moves across crawl runs. Set `warehouse` in the next cell, and `cluster` for one "
+        "cluster's view: left `None` on a warehouse of several clusters, the notebook shows the fleet (every "
+        "cluster's newest run side by side, and the fleet's totals)."),
     new_code_cell('warehouse = "warehouse"\ncluster = None\nrun_id = None\nfigures_out = None',
                   metadata={"tags": ["parameters"]}),
-    new_code_cell(SETUP + "\n\nwh = a.open_warehouse(warehouse, cluster)\nrun = wh.run_or_latest(run_id)\n"
-                  "print(f\"cluster {wh.cluster}, run {run}\")\nwh.runs()"),
-    new_markdown_cell("## Disk by broker, by log dir (JBOD skew), by topic"),
-    new_code_cell("by_broker = a.disk_by_broker(wh, run)\ndisplay(by_broker)\na.plot_disk_by_broker(by_broker)"),
-    new_code_cell("by_log_dir = a.disk_by_log_dir(wh, run)\ndisplay(by_log_dir)\na.plot_jbod_skew(by_log_dir)"),
-    new_code_cell("topics = a.top_topics(wh, 10, run)\ndisplay(topics)\na.plot_top_topics(topics)"),
-    new_code_cell("partitions = a.partitions_per_broker(wh, run)\ndisplay(partitions)\n"
-                  "a.plot_partitions_per_broker(partitions)"),
+    new_code_cell(SETUP + "\n\nfleet = a.open_fleet(warehouse)\n"
+                  "fleet_view = cluster is None and len(a.clusters_in(fleet.store)) > 1\n"
+                  "wh = None if fleet_view else a.open_warehouse(warehouse, cluster)\n"
+                  "run = None if fleet_view else wh.run_or_latest(run_id)\n"
+                  "print(f\"fleet of {len(fleet.clusters)} clusters\" if fleet_view\n"
+                  "      else f\"cluster {wh.cluster}, run {run}\")\n"
+                  "a.fleet_runs(fleet) if fleet_view else wh.runs()"),
+    new_markdown_cell("## Fleet: every cluster's newest run\n\nShown when `cluster` is None and the warehouse holds "
+                      "several clusters; aggregated inside delta-rs, so a fleet of millions of dirs stays light."),
+    new_code_cell("if fleet_view:\n    by_cluster = a.fleet_by_cluster(fleet)\n    display(by_cluster)\n"
+                  "    display(a.plot_fleet_disk(by_cluster))\n    display(a.plot_fleet_reclaimable(by_cluster))"),
+    new_code_cell("if fleet_view:\n    fleet_classes = a.fleet_by_class(fleet)\n    display(fleet_classes)\n"
+                  "    display(a.plot_reclaimable_by_class(fleet_classes))\n"
+                  "    display(a.fleet_top_topics(fleet, 10))"),
+    new_code_cell("if fleet_view:\n    cluster_growth = a.fleet_growth(fleet)\n    display(cluster_growth)\n"
+                  "    display(a.plot_fleet_growth(cluster_growth))\n"
+                  "    fleet_over_time = a.fleet_reclaimable_over_time(fleet)\n    display(fleet_over_time)\n"
+                  "    display(a.plot_fleet_over_time(fleet_over_time))\n    display(a.fleet_plans(fleet))"),
+    new_markdown_cell("## Disk by broker, by log dir (JBOD skew), by topic\n\nThis and the next sections show one "
+                      "cluster (`cluster`, or the warehouse's only one)."),
+    new_code_cell("if not fleet_view:\n    by_broker = a.disk_by_broker(wh, run)\n    display(by_broker)\n"
+                  "    display(a.plot_disk_by_broker(by_broker))"),
+    new_code_cell("if not fleet_view:\n    by_log_dir = a.disk_by_log_dir(wh, run)\n    display(by_log_dir)\n"
+                  "    display(a.plot_jbod_skew(by_log_dir))"),
+    new_code_cell("if not fleet_view:\n    topics = a.top_topics(wh, 10, run)\n    display(topics)\n"
+                  "    display(a.plot_top_topics(topics))"),
+    new_code_cell("if not fleet_view:\n    partitions = a.partitions_per_broker(wh, run)\n    display(partitions)\n"
+                  "    display(a.plot_partitions_per_broker(partitions))"),
     new_markdown_cell("## Reclaimable bytes\n\nGarbage classes, not protected. `former_names` come from the "
                       "durable `metadata_events` history; `garbage_days` is the grace clock."),
-    new_code_cell("by_class = a.reclaimable_by_class(wh, run)\ndisplay(by_class)\n"
-                  "a.plot_reclaimable_by_class(by_class)"),
-    new_code_cell("by_reclaim_broker = a.reclaimable_by_broker(wh, run)\ndisplay(by_reclaim_broker)\n"
-                  "a.plot_reclaimable_by_broker(by_reclaim_broker)"),
-    new_code_cell("a.garbage_dirs(wh, run)"),
+    new_code_cell("if not fleet_view:\n    by_class = a.reclaimable_by_class(wh, run)\n    display(by_class)\n"
+                  "    display(a.plot_reclaimable_by_class(by_class))"),
+    new_code_cell("if not fleet_view:\n    by_reclaim_broker = a.reclaimable_by_broker(wh, run)\n"
+                  "    display(by_reclaim_broker)\n    display(a.plot_reclaimable_by_broker(by_reclaim_broker))"),
+    new_code_cell("if not fleet_view:\n    display(a.garbage_dirs(wh, run))"),
     new_markdown_cell("## Unexplained-bytes ledger\n\nFilesystem used bytes (statvfs during the crawl) against "
                       "the bytes the crawl attributed to partition dirs and Kafka's known files."),
-    new_code_cell("ledger = a.unexplained_ledger(wh, run)\ndisplay(ledger)\ndisplay(a.filesystem_ledger(wh, run))\n"
-                  "a.plot_ledger(ledger)"),
+    new_code_cell("if not fleet_view:\n    ledger = a.unexplained_ledger(wh, run)\n    display(ledger)\n"
+                  "    display(a.filesystem_ledger(wh, run))\n    display(a.plot_ledger(ledger))"),
     new_markdown_cell("## Trends across crawl runs"),
-    new_code_cell("topic_growth = a.growth_by_topic(wh)\ndisplay(topic_growth.head(10))\n"
-                  "a.plot_growth(topic_growth)"),
-    new_code_cell("broker_growth = a.growth_by_broker(wh)\ndisplay(broker_growth)\n"
-                  "a.plot_growth(broker_growth, \"broker_id\")"),
-    new_code_cell("over_time = a.reclaimable_over_time(wh)\ndisplay(over_time)\n"
-                  "a.plot_reclaimable_over_time(over_time)"),
-    new_code_cell("display(a.table_history(wh, \"partition_dirs\"))\na.bytes_by_version(wh, \"partition_dirs\")"),
+    new_code_cell("if not fleet_view:\n    topic_growth = a.growth_by_topic(wh)\n    display(topic_growth.head(10))\n"
+                  "    display(a.plot_growth(topic_growth))"),
+    new_code_cell("if not fleet_view:\n    broker_growth = a.growth_by_broker(wh)\n    display(broker_growth)\n"
+                  "    display(a.plot_growth(broker_growth, \"broker_id\"))"),
+    new_code_cell("if not fleet_view:\n    over_time = a.reclaimable_over_time(wh)\n    display(over_time)\n"
+                  "    display(a.plot_reclaimable_over_time(over_time))"),
+    new_code_cell("if not fleet_view:\n    display(a.table_history(wh, \"partition_dirs\"))\n"
+                  "    display(a.bytes_by_version(wh, \"partition_dirs\"))"),
     new_markdown_cell("## Key figures"),
-    new_code_cell("import json\n\nfigures = a.key_figures(wh, run)\nprint(json.dumps(figures, indent=1))\n"
+    new_code_cell("import json\n\nfigures = a.fleet_figures(fleet) if fleet_view else a.key_figures(wh, run)\n"
+                  "print(json.dumps(figures, indent=1))\n"
                   "if figures_out:\n    with open(figures_out, \"w\") as fh:\n        json.dump(figures, fh)"),
 ]
 

@@ -1,9 +1,10 @@
-"""The fleet view and ``logdir-gc report`` without ``--cluster`` on a warehouse of three small clusters: each
-cluster's figures are the ones its own rows give (independent arithmetic here), the fleet's are their sums, and
-one cluster's name is hostile markup."""
+"""The fleet view, ``logdir-gc report`` without ``--cluster`` and the capacity notebook with ``cluster = None`` on a
+warehouse of three small clusters: each cluster's figures are the ones its own rows give (independent arithmetic
+here), the fleet's are their sums, and one cluster's name is hostile markup."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -93,3 +94,30 @@ def test_report_for_one_cluster_or_its_run(fleet_wh: Path, tmp_path: Path, capsy
     assert _report(["--warehouse", str(fleet_wh), "--run-id", "nope", "--out", str(out)]) == 4
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["logdir-gc: error: run nope: no cluster has it (--cluster)"]
+
+
+def test_capacity_notebook_without_cluster_is_the_fleet(fleet_wh: Path, tmp_path: Path) -> None:
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from tests.analytics.notebook_runner import html_outputs, run_notebook, stream_text
+
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    out = tmp_path / "fleet.json"
+    nb = run_notebook(notebooks / "capacity_analysis.ipynb",
+                      {"warehouse": str(fleet_wh), "cluster": None, "run_id": None, "figures_out": str(out)})
+    figures = json.loads(out.read_text())
+    expected = _expected(fleet_wh)
+    assert figures["clusters"] == 3
+    for cluster, want in expected.items():
+        assert {k: figures["by_cluster"][cluster][k] for k in want} == want
+    assert figures["total_bytes"] == sum(e["total_bytes"] for e in expected.values())
+    charts = [h for h in html_outputs(nb) if h.startswith("<figure")]
+    assert [re.match(r'<figure id="(\w+)"', h).group(1) for h in charts] == [
+        "fleet_disk", "fleet_reclaimable", "reclaimable_by_class", "fleet_growth", "fleet_over_time"]
+    assert "fleet of 3 clusters" in stream_text(nb)
+    assert "<script>" not in "".join(html_outputs(nb))
+
+    nb = run_notebook(notebooks / "capacity_analysis.ipynb",
+                      {"warehouse": str(fleet_wh), "cluster": "west", "run_id": None, "figures_out": str(out)})
+    assert json.loads(out.read_text())["cluster"] == "west"
+    assert len([h for h in html_outputs(nb) if h.startswith("<figure")]) == 10
