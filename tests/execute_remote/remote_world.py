@@ -28,7 +28,7 @@ from pipelines.plan.remote_items import plan_remote_items
 from pipelines.remote_tier.object_listing import list_location, listing_rows
 from pipelines.tables.rust_engine import RustTableStore
 
-__all__ = ["CLUSTER_ID", "Topic", "force_approve"]  # re-exported for the tests
+__all__ = ["CLUSTER_ID", "Topic", "force_approve", "write_metadata_log"]  # re-exported for the tests
 
 OWNED = "clusterA/"
 GONE_ID = Uuid(0x1111, 0x2222)

@@ -14,12 +14,14 @@ from remote_world import (
     OWNED,
     SEGMENTS,
     RemoteWorld,
+    Topic,
     build_remote_world,
     config_of,
     content,
     force_approve,
     key_of,
     make_plan,
+    write_metadata_log,
 )
 
 from pipelines.errors import PlanError, PolicyViolation
@@ -344,3 +346,45 @@ def test_the_hosts_byte_budget_is_checked_on_re_listed_bytes_not_on_the_plans_cl
     with pytest.raises(PolicyViolation, match=r"\[max_broker_bytes\] the remote part reclaims \d+ bytes \(re-listed\)"):
         apply_remote(config, w.store, lying.plan_id, execute=True, tools=w.tools)
     assert all(w.tier.read(k) == v for k, v in w.originals.items())
+
+
+def test_a_key_the_executor_deleted_that_reappears_unchanged_is_not_reported_quarantined(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = build_remote_world(tmp_path)
+    _crash_at(monkeypatch, "delete.done:1")
+    with pytest.raises(Crash):
+        _apply(w, execute=True)
+    monkeypatch.delenv(faults.ENV_POINT)
+    (gone,) = [k for k in w.originals if w.tier.read(k) is None]
+    planned = next(k for i in w.plan.items for k in i.keys or () if k.key == gone)
+    w.tier.put(gone, w.originals[gone], age_days=None)  # the same bytes, size and time: only the journal knows
+    os.utime(w.tier.path(gone), ns=(planned.last_modified_ms * 1_000_000, planned.last_modified_ms * 1_000_000))
+    report = _apply(w, execute=True)
+    assert "changed" in _rules(report) and w.tier.read(gone) == w.originals[gone]
+
+
+def test_a_topic_id_unknown_to_an_incomplete_controller_image_is_not_proven_deleted(tmp_path: Path) -> None:
+    w = build_remote_world(tmp_path)
+    log = write_metadata_log(tmp_path / "partial" / "__cluster_metadata-0", [Topic("orders", str(LIVE_ID), (0,))],
+                             base_offset=7)  # the log misses its start: an incomplete image without GONE_ID
+    config = w.config.model_copy(update={"metadata": w.config.metadata.model_copy(update={"source": str(log)})})
+    report = apply_remote(config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
+    assert _rules(report) == {"controller_recheck"} and report.count("quarantined") == 0
+    assert all(w.tier.read(k) == v for k, v in w.originals.items())
+
+
+def test_a_restored_object_that_does_not_verify_keeps_the_quarantined_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = build_remote_world(tmp_path)
+    _apply(w, execute=True)
+    real = w.tools.tier.copy
+
+    def damaging(src: str, dst: str) -> None:
+        real(src, dst)
+        w.tier.put(dst, b"\0" + (w.tier.read(dst) or b"")[1:], age_days=None)
+
+    monkeypatch.setattr(w.tools.tier, "copy", damaging)
+    r = restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
+    assert len(r.failed) == 2 and all("[restore_unverified]" in why for why in r.failed.values())
+    assert all(w.tier.read(w.quarantine(k)) == v for k, v in w.originals.items() if str(SEGMENTS[0]) in k
+               or str(SEGMENTS[1]) in k)

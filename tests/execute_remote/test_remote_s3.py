@@ -119,3 +119,14 @@ def test_a_copy_whose_etag_differs_keeps_the_original(tmp_path: Path, aws: Bucke
     report = _apply(w, execute=True)
     assert set(_skips(report).values()) == {"copy_unverified"}
     assert all(aws.read(f"tier/{k}") == v for k, v in w.originals.items())
+
+
+def test_restore_refuses_a_quarantined_copy_whose_etag_changed(tmp_path: Path, aws: Bucket) -> None:  # noqa: F811
+    w = _world(tmp_path, aws)
+    _apply(w, execute=True)
+    changed = sorted(w.originals)[0]
+    data = w.originals[changed]
+    aws.put(f"tier/{w.quarantine(changed)}", bytes([data[0] ^ 1]) + data[1:])  # same size, another ETag
+    r = restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
+    assert len(r.failed) == 1 and "[copy_changed]" in next(iter(r.failed.values()))
+    assert not aws.keys(f"tier/{changed}")
