@@ -58,6 +58,12 @@ class PartitionRead:
     unreliable_last: int | None
     problems: tuple[str, ...]
     as_of_ms: int | None
+    events_read: int = 0
+    """How many events were read, when ``events`` was left out (a summary shipped from a Spark task)."""
+
+    @property
+    def event_count(self) -> int:
+        return max(len(self.events), self.events_read)
 
     @property
     def starts_at_zero(self) -> bool:
@@ -195,7 +201,7 @@ def choose_replica(reads: Iterable[PartitionRead]) -> PartitionRead:
     if not ordered:
         raise ValueError("no replica to choose from")
     return max(ordered, key=lambda r: (r.starts_at_zero, r.unreliable_from is None,
-                                       -1 if r.last_offset is None else r.last_offset, len(r.events)))
+                                       -1 if r.last_offset is None else r.last_offset, r.event_count))
 
 
 @dataclass(frozen=True)

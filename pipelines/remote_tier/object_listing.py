@@ -31,6 +31,7 @@ __all__ = [
     "list_location",
     "list_prefix",
     "listing_rows",
+    "loose_objects",
     "open_location",
     "topic_prefixes",
 ]
@@ -107,19 +108,22 @@ def _forget(fs: Any, path: str) -> None:
             cache.pop(key, None)
 
 
-def topic_prefixes(loc: RemoteLocation, layout: str, prefix: str = "") -> list[str]:
+def topic_prefixes(loc: RemoteLocation, layout: str, prefix: str = "", exclude: str | None = None) -> list[str]:
     """The area's topic-level folders, relative to ``location``, each ending in ``/``, sorted (one delimiter
-    listing: Aiven ``<prefix><topic>-<id>/``, local ``kafka-tiered-storage/<dir>/``)."""
+    listing: Aiven ``<prefix><topic>-<id>/``, local ``kafka-tiered-storage/<dir>/``). ``exclude``: a folder
+    relative to ``location`` (the quarantine) that is never listed."""
     folder, start = _area(layout, prefix)
     out = []
     for entry in _entries(loc, folder):
         rel = loc.relative(entry["name"])
         if entry.get("type") == "directory" and rel is not None and rel.startswith(folder + start):
-            out.append(rel.rstrip("/") + "/")
+            rel = rel.rstrip("/") + "/"
+            if exclude is None or not rel.startswith(exclude):
+                out.append(rel)
     return sorted(out)
 
 
-def _loose(loc: RemoteLocation, layout: str, prefix: str) -> Iterator[ListedObject | ListingProblem]:
+def loose_objects(loc: RemoteLocation, layout: str, prefix: str) -> Iterator[ListedObject | ListingProblem]:
     """Objects at the area's own level (not in a topic folder): the layout refuses them, they become error rows."""
     folder, start = _area(layout, prefix)
     for entry in sorted(_entries(loc, folder), key=lambda e: e["name"]):
@@ -128,8 +132,10 @@ def _loose(loc: RemoteLocation, layout: str, prefix: str) -> Iterator[ListedObje
             yield _listed(rel, entry)
 
 
-def list_prefix(loc: RemoteLocation, prefix_folder: str) -> Iterator[ListedObject | ListingProblem]:
-    """Every object below one topic-level folder (relative to ``location``, ending in ``/``), in key order.
+def list_prefix(loc: RemoteLocation, prefix_folder: str, exclude: str | None = None
+                ) -> Iterator[ListedObject | ListingProblem]:  # fmt: skip
+    """Every object below one topic-level folder (relative to ``location``, ending in ``/``), in key order, but
+    those below ``exclude`` (a folder relative to ``location``: the quarantine).
 
     Only this folder's entries are held in memory (the filesystem's listing cache of it is dropped afterwards).
     """
@@ -150,14 +156,17 @@ def list_prefix(loc: RemoteLocation, prefix_folder: str) -> Iterator[ListedObjec
         if rel is None:
             yield ListingProblem(str(name), f"listed name {name!r} is not below the location {loc.root!r}")
             continue
+        if exclude is not None and rel.startswith(exclude):
+            continue
         yield _listed(rel, entry)
 
 
-def list_location(loc: RemoteLocation, layout: str, prefix: str = "") -> Iterator[ListedObject | ListingProblem]:
+def list_location(loc: RemoteLocation, layout: str, prefix: str = "", exclude: str | None = None
+                  ) -> Iterator[ListedObject | ListingProblem]:  # fmt: skip
     """The whole area, prefix by prefix (what a Spark fan-out of :func:`list_prefix` yields, in one process)."""
-    yield from _loose(loc, layout, prefix)
-    for folder in topic_prefixes(loc, layout, prefix):
-        yield from list_prefix(loc, folder)
+    yield from loose_objects(loc, layout, prefix)
+    for folder in topic_prefixes(loc, layout, prefix, exclude):
+        yield from list_prefix(loc, folder, exclude)
 
 
 def listing_rows(items: Iterable[ListedObject | ListingProblem], layout: str, prefix: str = ""

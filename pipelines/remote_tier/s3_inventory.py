@@ -36,9 +36,12 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "InventoryError",
     "InventoryManifest",
+    "InventoryReport",
     "InventoryStats",
+    "open_inventory",
     "parse_manifest",
     "read_inventory",
+    "read_inventory_file",
     "read_manifest",
 ]
 
@@ -133,16 +136,28 @@ def read_manifest(fs: Any, path: str) -> InventoryManifest:
     return parse_manifest(data, path)
 
 
-def read_inventory(manifest_url: str, location: str, layout: str, prefix: str = "", *,
-                   storage_options: Mapping[str, Any] | None = None, data_root: str | None = None,
-                   stats: InventoryStats | None = None, batch_rows: int = 65536) -> Iterator[ListedObject]:
-    """The objects of the tier's area listed by the inventory ``manifest_url`` describes, file by file.
+@dataclass(frozen=True)
+class InventoryReport:
+    """An opened report: where its data files are and which keys of it belong to the tier's area (picklable: a
+    Spark task reads one data file with :func:`read_inventory_file`)."""
 
-    ``location`` (``s3://bucket[/folder]``) must be in the inventory's source bucket. Data files are read from the
-    destination bucket on the manifest's filesystem, or below ``data_root`` (a copy of the report elsewhere).
+    manifest_url: str
+    fs_options: Mapping[str, Any]
+    manifest: InventoryManifest
+    data_root: str
+    area: str
+    cut: int
+
+    def file_path(self, key: str) -> str:
+        return f"{self.data_root}/{key}"
+
+
+def open_inventory(manifest_url: str, location: str, layout: str, prefix: str = "", *,
+                   storage_options: Mapping[str, Any] | None = None, data_root: str | None = None) -> InventoryReport:
+    """Read and check the manifest (see :func:`read_inventory`).
 
     Raises:
-        InventoryError: the manifest or a data file is unusable, or the inventory is of another bucket.
+        InventoryError: the manifest is unusable, or the inventory is of another bucket.
     """
     import fsspec
 
@@ -166,28 +181,70 @@ def read_inventory(manifest_url: str, location: str, layout: str, prefix: str = 
         data_root = manifest.destination_bucket
     else:
         data_root = fs._strip_protocol(data_root).rstrip("/")
+    return InventoryReport(manifest_url, options, manifest, data_root, area, cut)
+
+
+def read_inventory_file(report: InventoryReport, key: str, *, stats: InventoryStats | None = None,
+                        batch_rows: int = 65536, exclude: str | None = None) -> Iterator[ListedObject]:
+    """The objects of the tier's area in one data file of ``report`` (``key`` as ``files[]`` names it).
+
+    ``exclude``: a folder relative to ``location`` whose keys are skipped (counted ``outside``): the quarantine.
+
+    Raises:
+        InventoryError: the data file is unusable or holds a row of another bucket.
+    """
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(report.manifest_url, **report.fs_options)
+    manifest = report.manifest
     stats = stats if stats is not None else InventoryStats()
-    for key in manifest.files:
-        path = f"{data_root}/{key}"
-        stats.files.append(key)
-        reader = _csv_rows(fs, path, manifest.schema) if manifest.file_format == "CSV" \
-            else _parquet_rows(fs, path, batch_rows)
-        for bucket, full_key, size, modified, etag in reader:
-            stats.rows += 1
-            if bucket is None:  # a noncurrent version or a delete marker
-                stats.not_current += 1
-                continue
-            if bucket != manifest.source_bucket:
-                raise InventoryError(f"{path}: a row of bucket {bucket!r} in the inventory of "
-                                     f"{manifest.source_bucket!r}")
-            if not full_key.startswith(area):
-                stats.outside += 1
-                continue
-            if full_key.endswith("/") and size == 0:
-                stats.folder_markers += 1
-                continue
-            stats.kept += 1
-            yield ListedObject(full_key[cut:], size, modified, etag)
+    path = report.file_path(key)
+    stats.files.append(key)
+    reader = _csv_rows(fs, path, manifest.schema) if manifest.file_format == "CSV" \
+        else _parquet_rows(fs, path, batch_rows)
+    excluded = None if exclude is None else _full_key(report, exclude)
+    for bucket, full_key, size, modified, etag in reader:
+        stats.rows += 1
+        if bucket is None:  # a noncurrent version or a delete marker
+            stats.not_current += 1
+            continue
+        if bucket != manifest.source_bucket:
+            raise InventoryError(f"{path}: a row of bucket {bucket!r} in the inventory of "
+                                 f"{manifest.source_bucket!r}")
+        if not full_key.startswith(report.area) or (excluded is not None and full_key.startswith(excluded)):
+            stats.outside += 1
+            continue
+        if full_key.endswith("/") and size == 0:
+            stats.folder_markers += 1
+            continue
+        stats.kept += 1
+        yield ListedObject(full_key[report.cut:], size, modified, etag)
+
+
+def _full_key(report: InventoryReport, relative: str) -> str:
+    """A key relative to ``location`` as the bucket names it."""
+    folder = report.area[: report.cut]
+    return folder + relative
+
+
+def read_inventory(manifest_url: str, location: str, layout: str, prefix: str = "", *,
+                   storage_options: Mapping[str, Any] | None = None, data_root: str | None = None,
+                   stats: InventoryStats | None = None, batch_rows: int = 65536,
+                   exclude: str | None = None) -> Iterator[ListedObject]:
+    """The objects of the tier's area listed by the inventory ``manifest_url`` describes, file by file.
+
+    ``location`` (``s3://bucket[/folder]``) must be in the inventory's source bucket. Data files are read from the
+    destination bucket on the manifest's filesystem, or below ``data_root`` (a copy of the report elsewhere).
+    ``exclude`` as in :func:`read_inventory_file`.
+
+    Raises:
+        InventoryError: the manifest or a data file is unusable, or the inventory is of another bucket.
+    """
+    report = open_inventory(manifest_url, location, layout, prefix, storage_options=storage_options,
+                            data_root=data_root)
+    stats = stats if stats is not None else InventoryStats()
+    for key in report.manifest.files:
+        yield from read_inventory_file(report, key, stats=stats, batch_rows=batch_rows, exclude=exclude)
 
 
 _Row = tuple[str | None, str, int, int, str | None]

@@ -1,0 +1,175 @@
+"""The remote tier's step (issue 28): list the tier, replay ``__remote_log_metadata``, classify every remote segment.
+
+Runs after detect when ``remote_tier`` is configured, and writes the run's ``remote_objects``,
+``remote_log_segments`` and ``remote_findings`` (replaced and read by (cluster, run id), like every per-run table).
+The bucket is listed BEFORE the metadata replicas are read: an object listed then has its ``COPY_SEGMENT_STARTED``
+in the replica unless the replica lags, which the replica-time rule of classification catches.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from pipelines.config.models import AppConfig
+from pipelines.errors import ConfigError, SourceUnavailable
+from pipelines.orchestrate.steps import StepReport, run_key
+from pipelines.remote_tier.metadata_sources import ReplicaSource, find_replicas
+from pipelines.remote_tier.metadata_topic import METADATA_TOPIC
+from pipelines.tables.base import TableStore
+from pipelines.tables.schemas import REMOTE_FINDINGS, REMOTE_LOG_SEGMENTS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from pipelines.metadata.image import MetadataImage
+    from pipelines.orchestrate.controller import ControllerView
+    from pipelines.remote_tier.classify import ControllerTopics
+
+__all__ = ["metadata_coverage_facts", "metadata_sources", "remote_tier_step"]
+
+
+def metadata_sources(config: AppConfig) -> tuple[list[ReplicaSource], list[str]]:
+    """The ``__remote_log_metadata-N`` replicas to read, and notes about log dirs that could not be looked at.
+
+    Raises:
+        ConfigError: ``bootstrap_servers`` (consuming the topic live is not built).
+        SourceUnavailable: ``metadata.source`` cannot be listed.
+    """
+    meta = config.remote_tier.metadata  # type: ignore[union-attr]
+    if meta.bootstrap_servers:
+        raise ConfigError("remote_tier.metadata.bootstrap_servers: reading __remote_log_metadata from a live cluster"
+                          " is not built yet; copy its replica directories and give remote_tier.metadata.source")
+    if meta.source:
+        try:
+            found = find_replicas(meta.source, meta.storage_options)
+        except OSError as exc:
+            raise SourceUnavailable(f"remote_tier.metadata.source {meta.source}: cannot be listed ({exc})") from None
+        return found, [] if found else [f"no {METADATA_TOPIC}-N directory under remote_tier.metadata.source"]
+    sources: list[ReplicaSource] = []
+    notes = []
+    for broker in config.brokers:
+        for log_dir in broker.log_dirs:
+            try:
+                sources += find_replicas(log_dir, broker.storage_options)
+            except (OSError, ValueError) as exc:
+                notes.append(f"broker {broker.broker_id} log dir {log_dir}: not searched for {METADATA_TOPIC} ({exc})")
+    return sources, notes
+
+
+def metadata_coverage_facts(image: MetadataImage) -> tuple[int | None, bool]:
+    """The metadata topic's partition count in the controller image (None: absent) and whether its retention is
+    infinite (``retention.ms`` -1, ``retention.bytes`` -1 or unset: the topic the TBRLMM creates)."""
+    topic = image.topics.by_name.get(METADATA_TOPIC)
+    count = len(topic.partitions) if topic is not None and topic.partitions else None
+    infinite = (image.topic_config(METADATA_TOPIC, "retention.ms") == "-1"
+                and image.topic_config(METADATA_TOPIC, "retention.bytes") in (None, "-1"))
+    return count, infinite
+
+
+def _controller_topics(store: TableStore, config: AppConfig, image: MetadataImage) -> ControllerTopics:
+    """The image's topic ids, its completeness, and each removed topic's latest ``topic_removed`` time (read with
+    delta-rs when the store is Spark's: no Spark job for a few rows)."""
+    from pipelines.kafka.uuid import Uuid
+    from pipelines.orchestrate.steps import status_reader
+    from pipelines.remote_tier.classify import ControllerTopics
+
+    reader = status_reader(store, config) or store
+    deleted: dict[Any, int] = {}
+    if reader.exists("metadata_events"):
+        rows = reader.read_arrow("metadata_events", {"cluster": config.cluster, "event": "topic_removed"},
+                                 columns=["topic_id", "timestamp"])
+        micros = rows.column("timestamp").cast("int64").to_pylist()
+        for topic_id, at in zip(rows.column("topic_id").to_pylist(), micros, strict=True):
+            if topic_id is not None and at is not None:
+                tid = Uuid.from_string(topic_id)
+                deleted[tid] = max(deleted.get(tid, at // 1000), at // 1000)
+    return ControllerTopics(frozenset(image.topics.by_id), image.complete, deleted)
+
+
+def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, view: ControllerView,
+                     now: datetime | None = None) -> StepReport:
+    """List, replay and classify the configured remote tier into the run's three remote tables.
+
+    Raises:
+        ConfigError: ``remote_tier`` is not configured, or names a source not built.
+        InventoryError: the inventory's manifest is unusable.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from pipelines.remote_tier.spark_classify import (
+        ClassifyParams,
+        choose_sources,
+        classified_frame,
+        metadata_frame,
+        table_of,
+    )
+    from pipelines.remote_tier.spark_listing import LISTING_FAILURE, objects_frame
+
+    tier = config.remote_tier
+    if tier is None:
+        raise ConfigError("remote_tier is not configured")
+    now = now or datetime.now(timezone.utc)
+    run = run_key(config, run_id)
+    notes: list[str] = []
+
+    objects, seen = objects_frame(spark, tier, cluster=config.cluster, run_id=run_id)
+    objects = objects.persist(StorageLevel.MEMORY_AND_DISK)
+    persisted: list[Any] = [objects]
+    try:
+        listed = objects.agg(
+            F.count(F.lit(1)).alias("objects"), F.coalesce(F.sum("size"), F.lit(0)).alias("bytes"),
+            F.sum((F.col("error").isNotNull() & F.col("object_kind").eqNullSafe(F.lit(LISTING_FAILURE))).cast("int"))
+            .alias("failures"),
+            F.sum(F.col("error").isNotNull().cast("int")).alias("errors")).collect()[0]  # the listing runs here
+        failures = listed["failures"] or 0
+        store.overwrite_partition("remote_objects", run, objects)
+
+        sources, more = metadata_sources(config)  # after the listing (see the module docstring)
+        notes += more
+        events = metadata_frame(spark, sources).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(events)
+        reads = choose_sources(r.asDict() for r in events.where(F.col("_kind") == "read").drop("_kind").collect())
+        chosen = [r.source for r in reads.values()]
+        num_partitions, infinite = metadata_coverage_facts(view.image)
+        params = ClassifyParams(
+            cluster=config.cluster, run_id=run_id, reads=reads, num_partitions=num_partitions,
+            retention_infinite=infinite, controller=_controller_topics(store, config, view.image),
+            now_ms=int(now.timestamp() * 1000), grace_ms=config.detect.grace_ms,
+            plan_untracked=tier.plan_untracked, owned_prefix=tier.owned_prefix,
+            incomplete=f"{failures} folder(s) or inventory file(s) could not be read" if failures else None)
+        chosen_events = events.where((F.col("_kind") == "event") & F.col("source").isin(chosen))
+        classified = classified_frame(objects, chosen_events, params).persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(classified)
+        findings = table_of(classified, REMOTE_FINDINGS)
+        store.overwrite_partition("remote_log_segments", run, table_of(classified, REMOTE_LOG_SEGMENTS))
+        store.overwrite_partition("remote_findings", run, findings)
+        summary = (findings.groupBy("class")
+                   .agg(F.count(F.lit(1)).alias("segments"), F.sum("bytes").alias("bytes"),
+                        F.sum(F.col("plannable").cast("int")).alias("plannable")).collect())
+    finally:
+        for frame in persisted:
+            frame.unpersist()
+    by_class = {r["class"]: {"segments": r["segments"], "bytes": r["bytes"] or 0, "plannable": r["plannable"] or 0}
+                for r in summary}
+    if failures:
+        notes.append(f"remote listing incomplete: {failures} folder(s) or inventory file(s) could not be read;"
+                     " nothing remote is plannable in this run")
+    if tier.owned_prefix is None:
+        notes.append("remote_tier.owned_prefix is unset: nothing remote is plannable")
+    for mp, read in sorted(reads.items()):
+        if not read.whole:
+            notes.append(f"{METADATA_TOPIC}-{mp}: segments of its topic partitions may be unrecorded"
+                         f" ({'; '.join(read.problems[:3]) or 'not read from offset 0'})")
+    if num_partitions is None:
+        notes.append(f"{METADATA_TOPIC} is not in the controller image: its partition count is unknown")
+    elif not infinite:
+        notes.append(f"{METADATA_TOPIC} retention is not infinite: untracked segments may be unrecorded")
+    return StepReport("remote_tier", {
+        "objects": listed["objects"], "bytes": listed["bytes"], "error_rows": listed["errors"] or 0,
+        "listing_failures": failures, "metadata_replicas": len(sources), "metadata_partitions": len(reads),
+        "segments": sum(c["segments"] for c in by_class.values()),
+        "plannable": sum(c["plannable"] for c in by_class.values()), "by_class": dict(sorted(by_class.items())),
+        **seen,
+    }, notes)
