@@ -388,3 +388,15 @@ def test_a_restored_object_that_does_not_verify_keeps_the_quarantined_copy(
     assert len(r.failed) == 2 and all("[restore_unverified]" in why for why in r.failed.values())
     assert all(w.tier.read(w.quarantine(k)) == v for k, v in w.originals.items() if str(SEGMENTS[0]) in k
                or str(SEGMENTS[1]) in k)
+
+
+@pytest.mark.parametrize("claim", [{"partition": 1}, {"topic_id": str(LIVE_ID)}, {"start_offset": 100},
+                                   {"topic": "orders"}, {"segment_id": str(SEGMENTS[1])}])
+def test_an_item_whose_claims_disagree_with_its_keys_is_refused(tmp_path: Path, claim: dict) -> None:
+    w = build_remote_world(tmp_path, approve_plan=False)
+    first = next(i for i in w.plan.items if i.start_offset == 0)
+    lying = make_plan((first.model_copy(update=claim),), plan_id="plan-lying")
+    force_approve(w.store, lying, w.config)
+    report = apply_remote(w.config, w.store, lying.plan_id, execute=True, tools=w.tools)
+    assert _rules(report) == {"inconsistent"}
+    assert all(w.tier.read(k) == v for k, v in w.originals.items())
