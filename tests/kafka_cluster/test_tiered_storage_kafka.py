@@ -6,7 +6,7 @@ metadata manager Kafka's default ``TopicBasedRemoteLogMetadataManager`` (``__rem
 replicated on both brokers). Broker 2 runs the RSM with ``rsm.config.delete.enable=false``: its deletes are
 no-ops, as on a store whose deletes do not take (the plugin says so itself, Kafka records them as done).
 
-Four tiered topics, one partition each, get segments rolled by ``segment.ms`` until Kafka has copied them to the
+Five tiered topics, one partition each, get segments rolled by ``segment.ms`` until Kafka has copied them to the
 tier and dropped their local copies (``local.retention.ms``); then Kafka makes the leaks, the test writes nothing
 remote itself:
 
@@ -16,6 +16,8 @@ remote itself:
 * ``tiered-down`` (broker 1) is deleted while broker 1, its only replica and leader, is down: no broker is the
   leader when the deletion is applied, so nobody deletes its remote data, and the returning broker treats the
   partition as a stray (``remote_deleted_topic``);
+* ``tiered-expired`` (broker 1) keeps remote data 4 s: Kafka deletes its segments for real (the control: an
+  honest delete leaves an empty folder and nothing to find);
 * ``tiered-stalled`` (broker 1) stays, but broker 1 is killed (SIGKILL) while uploading its first segment: the
   store is slowed by ``LocalTieredStorage``'s own ``transferer.class`` hook (:mod:`stalling_transferer`), Kafka
   published ``COPY_SEGMENT_STARTED`` and never more; after the restart Kafka copies the same offsets again under a
@@ -71,7 +73,9 @@ SEGMENT_MS = 1500
 ROUNDS = 4  # produce rounds, one segment each: ROUNDS - 1 closed (tiered) segments per topic, the last one active
 PER_ROUND = 25
 LIVE, NODELETE, DOWN, STALLED = "tiered-live", "tiered-nodelete", "tiered-down", "tiered-stalled"
-LEADER = {LIVE: 1, NODELETE: 2, DOWN: 1, STALLED: 1}
+EXPIRED = "tiered-expired"  # remote retention of 4 s: Kafka deletes its segments for real (broker 1 deletes)
+LEADER = {LIVE: 1, NODELETE: 2, DOWN: 1, STALLED: 1, EXPIRED: 1}
+EXTRA_CONFIG = {EXPIRED: {"retention.ms": "4000"}}
 HOUR = 3_600_000
 
 
@@ -150,7 +154,8 @@ def _create(kafka: KafkaCluster, topics: list[str]) -> None:
     admin = kafka.admin()
     try:
         admin.create_topics([NewTopic(t, replica_assignments={0: [LEADER[t]]},
-                                      topic_configs=tiered_topic_config(SEGMENT_MS)) for t in topics])
+                                      topic_configs=tiered_topic_config(SEGMENT_MS, EXTRA_CONFIG.get(t)))
+                             for t in topics])
         for t in topics:
             wait_for(f"topic {t} with a leader", lambda t=t: _led(admin, t))
     finally:
@@ -203,7 +208,7 @@ def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tiered]:
 
 def _make_leaks(kafka: KafkaCluster, rsm_dir: Path, marker: Path) -> Tiered:
     """Produce, let Kafka tier the segments, then have Kafka make the leaks; the tier is never written here."""
-    topics = [LIVE, NODELETE, DOWN, STALLED]
+    topics = [LIVE, NODELETE, DOWN, STALLED, EXPIRED]
     _create(kafka, topics)
     image = kafka.replayed_image(lambda im: all(t in im.topics.by_name for t in topics))
     tids = {t: image.topics.by_name[t].topic_id for t in topics}
@@ -216,6 +221,10 @@ def _make_leaks(kafka: KafkaCluster, rsm_dir: Path, marker: Path) -> Tiered:
                  lambda t=t: len(_states(kafka, tids[t])) >= ROUNDS - 1 and set(
                      _states(kafka, tids[t]).values()) == {SegmentState.COPY_SEGMENT_FINISHED},
                  timeout=120, interval=1.0)
+    wait_for(f"{EXPIRED}'s segments deleted by remote retention",
+             lambda: len(_states(kafka, tids[EXPIRED])) >= ROUNDS - 1
+             and set(_states(kafka, tids[EXPIRED]).values()) == {SegmentState.DELETE_SEGMENT_FINISHED}
+             and not _remote_logs(rsm_dir, EXPIRED, tids[EXPIRED]), timeout=120, interval=1.0)
     wait_for(f"{STALLED}'s first upload in flight", lambda: _remote_logs(rsm_dir, STALLED, tids[STALLED])
              and _copy_started(kafka, tids[STALLED]), timeout=120, interval=1.0)
 
@@ -283,7 +292,9 @@ def test_kafka_made_leaks_are_found_exactly(tiered: Tiered) -> None:
     assert set(on_disk) == set(EXPECTED)  # Kafka's leaks are there: both deleted topics' segments are still stored
     coverage, rimage, result = _metadata_image(tiered.kafka)
     assert not {NODELETE, DOWN} & set(result.image.topics.by_name)
-    assert {LIVE, STALLED} <= set(result.image.topics.by_name)
+    assert {LIVE, STALLED, EXPIRED} <= set(result.image.topics.by_name)
+    # an honest delete (remote retention, the RSM deleting) leaves its folder empty, and nothing to find
+    assert _remote_dir(tiered.rsm_dir, EXPIRED, tiered.topic_ids[EXPIRED]).is_dir() and EXPIRED not in on_disk
     recorded = {t: {str(k[2]): s for k, s in rimage.segments.items() if k[0] == tid}
                 for t, tid in tiered.topic_ids.items()}
     # what Kafka recorded: the running leader's deletes as done (its RSM did nothing), the downed leader's as
@@ -317,7 +328,7 @@ def test_kafka_made_leaks_are_found_exactly(tiered: Tiered) -> None:
             assert (f.class_name, f.plannable) == classes[recorded[topic][sid].state], f.reason
             assert f.bytes == on_disk[topic][sid]
             assert all(k.startswith(f"kafka-tiered-storage/{topic}-0-{f.topic_id}/") for k in f.keys)
-    assert {f.topic for f in findings if f.plannable} == {NODELETE, DOWN}
+    assert {f.topic for f in findings if f.plannable} == {NODELETE, DOWN} and EXPIRED not in by_topic
     for f in by_topic[NODELETE].values():  # the state decides, the reason names both facts
         assert "DELETE_SEGMENT_FINISHED" in f.reason and "not a topic of the controller's image" in f.reason
     for f in by_topic[LIVE].values():
