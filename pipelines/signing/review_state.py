@@ -23,7 +23,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -43,6 +44,7 @@ from pipelines.signing.decision import (
     count_approvals,
     field_problem,
 )
+from pipelines.signing.envelope import EnvelopeError, read_envelope
 from pipelines.signing.records import TABLE as SIGNATURES
 from pipelines.signing.records import SignatureRow, row_of
 from pipelines.signing.statement import Statement, StatementError
@@ -201,13 +203,13 @@ def _expiry(record: PlanRecord, policy: PolicyConfig) -> datetime:
 
 def derive(record: PlanRecord, signatures: Sequence[SignatureRow], audit: Sequence[Mapping[str, Any]], *,
            newest: str | None, trust: ReviewTrust, policy: PolicyConfig, now: datetime,
-           cluster_id: str | None = None, with_authors: bool = False) -> ReviewState:
+           cluster_id: str | None = None, with_authors: bool = False, verify: Verify | None = None) -> ReviewState:
     """``record``'s state from its ``signatures`` (verified under ``trust``) and registration; ``audit``: its
     audit rows; ``newest``: the newest registered plan of its cluster; ``cluster_id``: the plan's, when its JSON was
     read (a listing has only ``content_hash``, which covers it); ``with_authors``: verify its signed proposals even
     when no decision needs them (the state machine's author check)."""
     at = _executor_since(record, audit, now)
-    verify = _cached_verify(trust)
+    verify = verify or _cached_verify(trust)
     host = HostFacts(record.cluster, None, None)
     parsed: list[tuple[SignatureRow, Statement | None, _Facts]] = []
     for row in signatures:
@@ -218,17 +220,19 @@ def derive(record: PlanRecord, signatures: Sequence[SignatureRow], audit: Sequen
         facts = _Facts(record.plan_id, record.cluster, cluster_id if cluster_id is not None or st is None
                        else st.cluster_id)
         parsed.append((row, st, facts))
-    # proposals only matter against approvals: unless the authors are asked for, no ssh-keygen for a plan whose
-    # statements decide nothing about this content
-    decisive = with_authors or any(st is not None and st.action in _DECISIONS
-                                   and field_problem(st, facts, record.content_hash, host, at) is None
-                                   for _, st, facts in parsed)
+    # a proposal only matters against an approval by its principal or key: unless the authors are asked for, it
+    # costs no ssh-keygen otherwise (nor does a plan whose statements decide nothing about this content)
+    deciding = [(row, st) for row, st, facts in parsed if st is not None and st.action in _DECISIONS
+                and field_problem(st, facts, record.content_hash, host, at) is None]
+    names = {st.signer for _, st in deciding}
+    keys = {_key_of(row) for row, _ in deciding}
     checked: list[SignatureVerdict] = []
     for row, st, facts in parsed:
         if trust.host is None:
             checked.append(SignatureVerdict(row, st, None, NOT_COUNTED, NO_TRUST, "no reviewers' trust file: set "
                                             "signing.allowed_signers"))
-        elif st is not None and st.action == "propose" and not decisive:
+        elif (st is not None and st.action == "propose" and not with_authors
+              and st.signer not in names and _key_of(row) not in keys):  # it cannot exclude any approver
             checked.append(SignatureVerdict(row, st, None, NOT_COUNTED, "not_needed", "no decision to judge it for"))
         else:
             checked.append(check_row(row, facts, record.content_hash, trust.host, host, at, verify))
@@ -249,6 +253,14 @@ def derive(record: PlanRecord, signatures: Sequence[SignatureRow], audit: Sequen
     authors = frozenset({record.created_by.strip(), *(v.who for v in verdicts if v.status == AUTHOR)})
     return ReviewState(status, counted, authors, record.status, superseded_by,
                        _unverified(record, verdicts, audit, counted), FROM_SIGNATURES, tuple(verdicts))
+
+
+def _key_of(row: SignatureRow) -> object:
+    """The key that made ``row``'s signature (None when unreadable), to tell whether a proposal shares it."""
+    try:
+        return read_envelope(row.signature).key
+    except EnvelopeError:
+        return None
 
 
 def _unverified(record: PlanRecord, verdicts: Sequence[SignatureVerdict], audit: Sequence[Mapping[str, Any]],
@@ -325,9 +337,38 @@ def plan_states(store: TableStore, records: Sequence[PlanRecord], trust: ReviewT
     ids = {r.plan_id for r in records}
     signatures, audit = _read_signatures(store, ids), _read_audit(store, ids)
     newest = newest if newest is not None else _newest(records)
-    return [derive(r, signatures[r.plan_id], audit[r.plan_id], newest=newest.get(r.cluster), trust=trust,
-                   policy=policy, now=clock, cluster_id=(cluster_ids or {}).get(r.plan_id), with_authors=with_authors)
-            for r in records]
+
+    def each(verify: Verify | None) -> list[ReviewState]:
+        return [derive(r, signatures[r.plan_id], audit[r.plan_id], newest=newest.get(r.cluster), trust=trust,
+                       policy=policy, now=clock, cluster_id=(cluster_ids or {}).get(r.plan_id),
+                       with_authors=with_authors, verify=verify) for r in records]
+
+    if trust.host is not None and len(records) > 1:
+        _prefetch(trust, each)
+    return each(None)
+
+
+def _prefetch(trust: ReviewTrust, each: Callable[[Verify | None], list[ReviewState]]) -> None:
+    """Run the ``ssh-keygen`` verifications a listing needs side by side (each is a process that mostly waits to
+    start): a dry pass collects them, a pool fills the cache the real pass then reads."""
+    wanted: dict[tuple[bytes, str, str, datetime], None] = {}
+
+    def collect(message: bytes, signature: str, signer: str, host: HostTrust, at: datetime) -> SignatureCheck:
+        wanted[(message, signature, signer, at)] = None
+        return SignatureCheck(False, None, "not_checked")
+
+    each(collect)
+    if len(wanted) < 2:
+        return
+    verify = _cached_verify(trust)
+    host = trust.host
+    assert host is not None
+    with ThreadPoolExecutor(max_workers=_POOL) as pool:
+        list(pool.map(lambda w: verify(w[0], w[1], w[2], host, w[3]), wanted))
+
+
+#: concurrent ssh-keygen processes while listing
+_POOL = 4
 
 
 def newest_of(store: TableStore, cluster: str) -> str | None:
