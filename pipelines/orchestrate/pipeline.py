@@ -1,4 +1,5 @@
-"""crawl → ingest metadata → detect → plan, in one Spark session: what ``logdir-gc run`` and ``demo`` do."""
+"""crawl → ingest metadata → detect → (remote tier) → plan, in one Spark session: what ``logdir-gc run`` and ``demo``
+do. The remote tier's step runs only when ``remote_tier`` is configured."""
 
 from __future__ import annotations
 
@@ -92,8 +93,10 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
     store = warehouse_store(config.warehouse, config.warehouse_storage_options, engine="spark", spark=spark)
     store.ensure_tables()
 
+    steps = 4 + (config.remote_tier is not None)
+
     def timed(name: str, fn: Callable[[], Any]) -> Any:
-        with progress_step(name, len(report.steps) + 1, 4, progress) as done, spark_step(spark, name):
+        with progress_step(name, len(report.steps) + 1, steps, progress) as done, spark_step(spark, name):
             out = fn()
             step = out[0] if isinstance(out, tuple) else out
             report.steps.append(step)
@@ -121,6 +124,14 @@ def _run_steps(config: AppConfig, run_id: str, *, created_by: str, progress: Pro
                                                        cache_inputs=small, given=given))
         release_crawl()
         findings = detected.frames["findings"]
+        if config.remote_tier is not None:  # issue 28: the remote tier, after detect
+            from pipelines.orchestrate.remote_tier_step import remote_tier_step
+
+            try:
+                timed("remote tier", lambda: remote_tier_step(spark, store, config, run_id, view, now=now))
+            except BaseException:
+                findings.unpersist()
+                raise
         try:
             _, plan = timed("plan", lambda: plan_step(spark, store, config, run_id, created_by=created_by, view=view,
                                                       now=now, known=known, findings=findings,

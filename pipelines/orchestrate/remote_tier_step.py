@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from pipelines.config.models import AppConfig
-from pipelines.errors import ConfigError, SourceUnavailable
+from pipelines.errors import ConfigError, DecodeError, SourceUnavailable
 from pipelines.orchestrate.steps import StepReport, run_key
 from pipelines.remote_tier.metadata_sources import ReplicaSource, find_replicas
 from pipelines.remote_tier.metadata_topic import METADATA_TOPIC
@@ -93,11 +93,13 @@ def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, 
 
     Raises:
         ConfigError: ``remote_tier`` is not configured, or names a source not built.
-        InventoryError: the inventory's manifest is unusable.
+        DecodeError: the inventory's manifest is unusable or of another bucket (exit 8).
+        SourceUnavailable: the tier's location or the metadata source cannot be listed (exit 3).
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    from pipelines.remote_tier.s3_inventory import InventoryError
     from pipelines.remote_tier.spark_classify import (
         ClassifyParams,
         choose_sources,
@@ -114,7 +116,12 @@ def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, 
     run = run_key(config, run_id)
     notes: list[str] = []
 
-    objects, seen = objects_frame(spark, tier, cluster=config.cluster, run_id=run_id)
+    try:
+        objects, seen = objects_frame(spark, tier, cluster=config.cluster, run_id=run_id)
+    except InventoryError as exc:
+        raise DecodeError(f"remote_tier.inventory_manifest: {exc}") from None
+    except OSError as exc:
+        raise SourceUnavailable(f"remote_tier.location {tier.location}: cannot be listed ({exc})") from None
     objects = objects.persist(StorageLevel.MEMORY_AND_DISK)
     persisted: list[Any] = [objects]
     try:
