@@ -8,19 +8,24 @@ is ever held in memory. Whitespace differs from the former indented output; the 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _esc
 from typing import IO, Any
 
-from pipelines.metadata.events import MetadataEvent
+from pipelines import native
+from pipelines.kafka.uuid import Uuid
+from pipelines.metadata.events import AssignmentDetail, MetadataEvent
 from pipelines.metadata.image import MetadataImage, PartitionImage, TopicImage
 from pipelines.metadata.metadata_log_source import ReplayResult
 from pipelines.metadata.summary import MetadataSummary, TopicChange
 
+_dumps = json.dumps
 _CHUNK = 2048
-"""Events encoded per ``json.dumps`` call."""
-_CHUNK_CHARS = 256 * 1024
-"""Topics' text written per write."""
+"""Events per written text."""
+_TOPICS = 512
+"""Topics per written text."""
+_NATIVE = "pipelines.kafka._native_json"
+"""The compiled twin of ``_topic`` and ``_event`` (``topics``, ``events``)."""
 
 
 def _partition_key(p: PartitionImage) -> int:
@@ -58,16 +63,53 @@ def _topic(t: TopicImage) -> str:
     return f'{{"topic_id": "{t.topic_id}", "name": {_esc(t.name)}, "partitions": [{", ".join(parts)}]}}'
 
 
-def _events(events: tuple[MetadataEvent, ...]) -> Iterator[str]:
-    """``MetadataEvent.to_json_dict()`` of every event as JSON text, encoded ``_CHUNK`` events per call."""
+def _assignment(d: AssignmentDetail) -> str:
+    """A ``partition_added`` detail as JSON text; keyed by the partition image's own (shared) tuples."""
+    key = (d._replicas, d._directories, d._from_snapshot)  # the detail's own tuples: no lists made
+    text = _ASSIGNMENTS.get(key)
+    if text is None:
+        if len(_ASSIGNMENTS) > 65536:
+            _ASSIGNMENTS.clear()
+        text = _ASSIGNMENTS[key] = _dumps(dict(d))
+    return text
+
+
+_ASSIGNMENTS: dict[tuple[Any, ...], str] = {}
+
+
+def _event(e: MetadataEvent) -> str:
+    """``json.dumps(e.to_json_dict())``, built directly when every field has its usual type."""
+    offset, ts, partition, detail, topic, tid = e.offset, e.timestamp_ms, e.partition, e.detail, e.topic, e.topic_id
+    if (type(offset) is not int or type(ts) is not int or (partition is not None and type(partition) is not int)
+            or (topic is not None and type(topic) is not str) or type(e.event) is not str):
+        return _dumps(e.to_json_dict())
+    if type(detail) is AssignmentDetail:
+        detail_text = _assignment(detail)
+    else:
+        detail_text = _dumps(detail if type(detail) is dict else dict(detail or {}))
+    return (f'{{"offset": {offset}, "timestamp_ms": {ts}, "event": {_esc(e.event)}, '
+            f'"topic_id": {"null" if tid is None else _esc(str(tid))}, '
+            f'"topic": {"null" if topic is None else _esc(topic)}, '
+            f'"partition": {"null" if partition is None else partition}, "detail": {detail_text}}}')
+
+
+def _events(events: tuple[MetadataEvent, ...]) -> Iterator[str | bytes]:
+    """``MetadataEvent.to_json_dict()`` of every event as JSON text, ``_CHUNK`` events per text (compiled if built)."""
+    compiled = native.load(_NATIVE)
     for start in range(0, len(events), _CHUNK):
-        chunk = [
-            {"offset": e.offset, "timestamp_ms": e.timestamp_ms, "event": e.event,
-             "topic_id": None if e.topic_id is None else str(e.topic_id), "topic": e.topic,
-             "partition": e.partition, "detail": e.detail if type(e.detail) is dict else dict(e.detail or {})}
-            for e in events[start : start + _CHUNK]
-        ]
-        yield json.dumps(chunk)[1:-1]
+        chunk = events[start : start + _CHUNK]
+        if compiled is None:
+            yield ", ".join([_event(e) for e in chunk])
+        else:
+            yield compiled.events(list(chunk), _event, Uuid, AssignmentDetail)
+
+
+def _topics(topics: list[TopicImage]) -> Iterator[str | bytes]:
+    """The topics' JSON texts, ``_TOPICS`` per text joined by ``,\\n`` (compiled when built)."""
+    compiled = native.load(_NATIVE)
+    for start in range(0, len(topics), _TOPICS):
+        chunk = topics[start : start + _TOPICS]
+        yield ",\n".join([_topic(t) for t in chunk]) if compiled is None else compiled.topics(chunk, _topic, Uuid)
 
 
 def _brokers(image: MetadataImage) -> list[dict[str, Any]]:
@@ -100,32 +142,12 @@ def summary_json(s: MetadataSummary) -> dict[str, Any]:
     }
 
 
-def _array(write: Callable[[str], None], items: Iterable[Any], encode: Callable[[Any], str]) -> None:
-    """``[...]`` of the JSON texts ``encode(item)``, written about ``_CHUNK_CHARS`` at a time."""
-    write("[")
-    chunk: list[str] = []
-    size = 0
-    first = True
-    for item in items:
-        text = encode(item)
-        chunk.append(text)
-        size += len(text)
-        if size >= _CHUNK_CHARS:
-            write(("" if first else ",\n") + ",\n".join(chunk))
-            first = False
-            chunk.clear()
-            size = 0
-    if chunk:
-        write(("" if first else ",\n") + ",\n".join(chunk))
-    write("]")
-
-
 def write_show_json(out: IO[bytes], result: ReplayResult, summary: MetadataSummary) -> None:
     """Write the ``--json`` document of ``result`` to ``out``, topics and events streamed."""
     image = result.image
 
-    def write(text: str) -> None:
-        out.write(text.encode("ascii"))
+    def write(text: str | bytes) -> None:
+        out.write(text.encode("ascii") if isinstance(text, str) else text)
 
     def field(key: str, value: Any, first: bool = False) -> None:
         write(("{" if first else ",\n") + json.dumps(key) + ": " + json.dumps(value))
@@ -137,15 +159,21 @@ def write_show_json(out: IO[bytes], result: ReplayResult, summary: MetadataSumma
     field("last_timestamp_ms", image.provenance.last_timestamp_ms)
     field("source", image.provenance.source)
     field("features", dict(image.features))
-    write(',\n"topics": ')
-    _array(write, sorted(image.topics.by_id.values(), key=lambda t: t.name), _topic)
+    write(',\n"topics": [')
+    for i, text in enumerate(_topics(sorted(image.topics.by_id.values(), key=lambda t: t.name))):
+        if i:
+            write(",\n")
+        write(text)
+    write("]")
     field("brokers", _brokers(image))
     field("configs", [{"resource_type": rtype, "resource_name": rname, "configs": dict(values)}
                       for (rtype, rname), values in sorted(image.configs.resources.items())])
     field("counts", image.misc.counts())
     write(',\n"events": [')
     for i, text in enumerate(_events(result.events)):
-        write(text if i == 0 else ",\n" + text)
+        if i:
+            write(",\n")
+        write(text)
     write("]")
     field("errors", list(result.errors))
     field("notes", list(result.notes))

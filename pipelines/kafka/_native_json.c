@@ -14,6 +14,13 @@
  *   not take as it is (a control record, no writer, a value of another type than the decoder makes: a non-ASCII
  *   string, bytes, a float, a bool or int subclass...) is written by `fallback(entry)`, the Python line, so the
  *   output is the reference's byte for byte.
+ *
+ * topics(topics: list, fallback, uuid_type) -> bytes
+ * events(events: list, fallback, uuid_type, assignment_type) -> bytes
+ *   `metadata show --json`'s texts of topic images (partitions sorted by number) joined by ",\n", and of metadata
+ *   events (an AssignmentDetail's detail from its own tuples, a dict's as json.dumps writes it) joined by ", "
+ *   (twins: cli/metadata_stream.py `_topic` and `_event`). Any item with a value of another type than the replay
+ *   makes is written by `fallback(item)`, the Python text.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -399,21 +406,291 @@ static PyObject *lines(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* -- metadata show --json: topics and events --------------------------------------------------------------- */
+
+static PyObject *s_partitions, *s_topic_id, *s_name, *s_partition, *s_replicas, *s_isr, *s_leader, *s_leader_epoch,
+    *s_partition_epoch, *s_directories, *s_adding, *s_removing, *s_elr, *s_last_known_elr, *s_timestamp_ms,
+    *s_event, *s_topic, *s_detail, *s_a_replicas, *s_a_directories, *s_a_from_snapshot;
+
+/* An array of exact ints (a tuple or list): str(list(x)), which is its JSON. */
+static int put_int_array(Buf *b, PyObject *x) {
+    if (!PyTuple_CheckExact(x) && !PyList_CheckExact(x)) return BAIL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(x);
+    PyObject **items = PySequence_Fast_ITEMS(x);
+    if (PUTS(b, "[") != OK) return ERR;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int rc = i ? PUTS(b, ", ") : OK;
+        if (rc == OK) rc = put_int(b, items[i]);
+        if (rc != OK) return rc;
+    }
+    return PUTS(b, "]");
+}
+
+/* An array of uuids: ["<22 chars>", ...]. */
+static int put_uuid_array(Buf *b, PyObject *x, PyObject *uuid_type) {
+    if (!PyTuple_CheckExact(x) && !PyList_CheckExact(x)) return BAIL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(x);
+    PyObject **items = PySequence_Fast_ITEMS(x);
+    if (PUTS(b, "[") != OK) return ERR;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int rc = i ? PUTS(b, ", ") : OK;
+        if (rc == OK) rc = put_uuid(b, items[i], uuid_type);
+        if (rc != OK) return rc;
+    }
+    return PUTS(b, "]");
+}
+
+typedef int (*AttrWriter)(Buf *, PyObject *);
+
+/* `text` then the attribute `name` of `obj` written by `write`. */
+static int put_field(Buf *b, const char *text, PyObject *obj, PyObject *name, AttrWriter write) {
+    if (put(b, text, (Py_ssize_t)strlen(text)) != OK) return ERR;
+    PyObject *x = PyObject_GetAttr(obj, name);
+    if (x == NULL) return ERR;
+    int rc = write(b, x);
+    Py_DECREF(x);
+    return rc;
+}
+
+static int put_uuid_attr(Buf *b, PyObject *obj, PyObject *name, PyObject *uuid_type, int array) {
+    PyObject *x = PyObject_GetAttr(obj, name);
+    if (x == NULL) return ERR;
+    int rc = array ? put_uuid_array(b, x, uuid_type) : put_uuid(b, x, uuid_type);
+    Py_DECREF(x);
+    return rc;
+}
+
+static int put_partition(Buf *b, PyObject *p, PyObject *uuid_type) {
+    int rc = put_field(b, "{\"partition\": ", p, s_partition, put_int);
+    if (rc == OK) rc = put_field(b, ", \"replicas\": ", p, s_replicas, put_int_array);
+    if (rc == OK) rc = put_field(b, ", \"isr\": ", p, s_isr, put_int_array);
+    if (rc == OK) rc = put_field(b, ", \"leader\": ", p, s_leader, put_int);
+    if (rc == OK) rc = put_field(b, ", \"leader_epoch\": ", p, s_leader_epoch, put_int);
+    if (rc == OK) rc = put_field(b, ", \"partition_epoch\": ", p, s_partition_epoch, put_int);
+    if (rc == OK) rc = PUTS(b, ", \"directories\": ");
+    if (rc == OK) rc = put_uuid_attr(b, p, s_directories, uuid_type, 1);
+    if (rc == OK) rc = put_field(b, ", \"adding_replicas\": ", p, s_adding, put_int_array);
+    if (rc == OK) rc = put_field(b, ", \"removing_replicas\": ", p, s_removing, put_int_array);
+    if (rc == OK) rc = put_field(b, ", \"elr\": ", p, s_elr, put_int_array);
+    if (rc == OK) rc = put_field(b, ", \"last_known_elr\": ", p, s_last_known_elr, put_int_array);
+    if (rc == OK) rc = PUTS(b, "}");
+    return rc;
+}
+
+typedef struct {
+    long long key;
+    PyObject *p; /* borrowed from the values list */
+} Keyed;
+
+/* The partitions of a topic sorted by partition number (stable, as sorted() is): OK, BAIL or ERR. */
+static int put_partitions(Buf *b, PyObject *topic, PyObject *uuid_type) {
+    PyObject *parts = PyObject_GetAttr(topic, s_partitions);
+    if (parts == NULL) return ERR;
+    PyObject *values = PyDict_CheckExact(parts) ? PyDict_Values(parts)
+                       : Py_TYPE(parts) == &PyDictProxy_Type ? PyMapping_Values(parts) : NULL;
+    Py_DECREF(parts);
+    if (values == NULL) return PyErr_Occurred() ? ERR : BAIL;
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    Keyed *keyed = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Keyed));
+    int rc = keyed == NULL ? (PyErr_NoMemory(), ERR) : OK;
+    for (Py_ssize_t i = 0; rc == OK && i < n; i++) {
+        PyObject *p = PyList_GET_ITEM(values, i);
+        PyObject *k = PyObject_GetAttr(p, s_partition);
+        if (k == NULL) {
+            rc = ERR;
+            break;
+        }
+        int overflow = 0;
+        long long key = PyLong_CheckExact(k) ? PyLong_AsLongLongAndOverflow(k, &overflow) : 0;
+        if (!PyLong_CheckExact(k) || overflow) rc = BAIL;
+        Py_DECREF(k);
+        Keyed item = {key, p};
+        Py_ssize_t j = i; /* insertion sort: partitions come nearly in order */
+        while (j > 0 && keyed[j - 1].key > key) {
+            keyed[j] = keyed[j - 1];
+            j--;
+        }
+        keyed[j] = item;
+    }
+    if (rc == OK) rc = PUTS(b, "[");
+    for (Py_ssize_t i = 0; rc == OK && i < n; i++) {
+        if (i) rc = PUTS(b, ", ");
+        if (rc == OK) rc = put_partition(b, keyed[i].p, uuid_type);
+    }
+    if (rc == OK) rc = PUTS(b, "]");
+    PyMem_Free(keyed);
+    Py_DECREF(values);
+    return rc;
+}
+
+static int put_topic(Buf *b, PyObject *t, PyObject *uuid_type) {
+    int rc = PUTS(b, "{\"topic_id\": ");
+    if (rc == OK) rc = put_uuid_attr(b, t, s_topic_id, uuid_type, 0);
+    if (rc == OK) rc = put_field(b, ", \"name\": ", t, s_name, put_string);
+    if (rc == OK) rc = PUTS(b, ", \"partitions\": ");
+    if (rc == OK) rc = put_partitions(b, t, uuid_type);
+    if (rc == OK) rc = PUTS(b, "}");
+    return rc;
+}
+
+/* json.dumps of a value made of None, bools, exact ints, ASCII strs, lists/tuples and str-keyed dicts. */
+static int put_json(Buf *b, PyObject *x, int depth) {
+    if (depth > 16) return BAIL;
+    if (x == Py_None) return PUTS(b, "null");
+    if (x == Py_True) return PUTS(b, "true");
+    if (x == Py_False) return PUTS(b, "false");
+    if (PyLong_CheckExact(x)) return put_int(b, x);
+    if (PyUnicode_CheckExact(x)) return put_string(b, x);
+    if (PyTuple_CheckExact(x) || PyList_CheckExact(x)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(x);
+        if (PUTS(b, "[") != OK) return ERR;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int rc = i ? PUTS(b, ", ") : OK;
+            if (rc == OK) rc = put_json(b, PySequence_Fast_ITEMS(x)[i], depth + 1);
+            if (rc != OK) return rc;
+        }
+        return PUTS(b, "]");
+    }
+    if (PyDict_CheckExact(x)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        int first = 1;
+        if (PUTS(b, "{") != OK) return ERR;
+        while (PyDict_Next(x, &pos, &k, &v)) {
+            if (!PyUnicode_CheckExact(k)) return BAIL;
+            int rc = first ? OK : PUTS(b, ", ");
+            first = 0;
+            if (rc == OK) rc = put_string(b, k);
+            if (rc == OK) rc = PUTS(b, ": ");
+            if (rc == OK) rc = put_json(b, v, depth + 1);
+            if (rc != OK) return rc;
+        }
+        return PUTS(b, "}");
+    }
+    return BAIL;
+}
+
+/* A partition_added detail, json.dumps(dict(detail)): its replicas, directories and from_snapshot when set. */
+static int put_assignment(Buf *b, PyObject *d, PyObject *uuid_type) {
+    PyObject *flag = PyObject_GetAttr(d, s_a_from_snapshot);
+    if (flag == NULL) return ERR;
+    Py_DECREF(flag);
+    if (flag != Py_True && flag != Py_False) return BAIL;
+    PyObject *replicas = PyObject_GetAttr(d, s_a_replicas);
+    if (replicas == NULL) return ERR;
+    int rc = PUTS(b, "{\"replicas\": ");
+    if (rc == OK) rc = put_int_array(b, replicas);
+    Py_DECREF(replicas);
+    if (rc == OK) rc = PUTS(b, ", \"directories\": ");
+    if (rc == OK) rc = put_uuid_attr(b, d, s_a_directories, uuid_type, 1);
+    if (rc == OK && flag == Py_True) rc = PUTS(b, ", \"from_snapshot\": true");
+    if (rc == OK) rc = PUTS(b, "}");
+    return rc;
+}
+
+static int put_optional(Buf *b, PyObject *x, int (*write)(Buf *, PyObject *)) {
+    return x == Py_None ? PUTS(b, "null") : write(b, x);
+}
+
+static int put_event(Buf *b, PyObject *e, PyObject *uuid_type, PyObject *assignment_type) {
+    int rc = put_field(b, "{\"offset\": ", e, s_offset, put_int);
+    if (rc == OK) rc = put_field(b, ", \"timestamp_ms\": ", e, s_timestamp_ms, put_int);
+    if (rc == OK) rc = put_field(b, ", \"event\": ", e, s_event, put_string);
+    if (rc != OK) return rc;
+    PyObject *tid = PyObject_GetAttr(e, s_topic_id);
+    if (tid == NULL) return ERR;
+    rc = PUTS(b, ", \"topic_id\": ");
+    if (rc == OK) rc = tid == Py_None ? PUTS(b, "null") : put_uuid(b, tid, uuid_type);
+    Py_DECREF(tid);
+    PyObject *x = rc == OK ? PyObject_GetAttr(e, s_topic) : NULL;
+    if (x == NULL) return rc == OK ? ERR : rc;
+    rc = PUTS(b, ", \"topic\": ");
+    if (rc == OK) rc = put_optional(b, x, put_string);
+    Py_DECREF(x);
+    x = rc == OK ? PyObject_GetAttr(e, s_partition) : NULL;
+    if (x == NULL) return rc == OK ? ERR : rc;
+    rc = PUTS(b, ", \"partition\": ");
+    if (rc == OK) rc = put_optional(b, x, put_int);
+    Py_DECREF(x);
+    x = rc == OK ? PyObject_GetAttr(e, s_detail) : NULL;
+    if (x == NULL) return rc == OK ? ERR : rc;
+    rc = PUTS(b, ", \"detail\": ");
+    if (rc == OK) {
+        if ((PyObject *)Py_TYPE(x) == assignment_type) rc = put_assignment(b, x, uuid_type);
+        else if (x == Py_None) rc = PUTS(b, "{}");
+        else if (PyDict_CheckExact(x)) rc = put_json(b, x, 0);
+        else rc = BAIL;
+    }
+    Py_DECREF(x);
+    if (rc == OK) rc = PUTS(b, "}");
+    return rc;
+}
+
+/* The texts of `items` joined by `sep`; an item this code does not take as it is goes to fallback(item). */
+static PyObject *joined(PyObject *items, const char *sep, PyObject *fallback, PyObject *uuid_type,
+                        PyObject *assignment_type) {
+    Buf b = {NULL, 0, 0};
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        int rc = i ? put(&b, sep, (Py_ssize_t)strlen(sep)) : OK;
+        Py_ssize_t start = b.len;
+        if (rc == OK)
+            rc = assignment_type == NULL ? put_topic(&b, item, uuid_type)
+                                         : put_event(&b, item, uuid_type, assignment_type);
+        if (rc == BAIL) {
+            b.len = start;
+            PyObject *text = PyObject_CallOneArg(fallback, item);
+            PyObject *ascii = text == NULL ? NULL : PyUnicode_AsASCIIString(text);
+            Py_XDECREF(text);
+            rc = ascii == NULL ? ERR : put_bytes(&b, ascii);
+            Py_XDECREF(ascii);
+        }
+        if (rc != OK) {
+            PyMem_Free(b.data);
+            return NULL;
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(b.data ? b.data : "", b.len);
+    PyMem_Free(b.data);
+    return out;
+}
+
+static PyObject *topics(PyObject *self, PyObject *args) {
+    PyObject *items, *fallback, *uuid_type;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &items, &fallback, &uuid_type)) return NULL;
+    return joined(items, ",\n", fallback, uuid_type, NULL);
+}
+
+static PyObject *events(PyObject *self, PyObject *args) {
+    PyObject *items, *fallback, *uuid_type, *assignment_type;
+    if (!PyArg_ParseTuple(args, "O!OOO", &PyList_Type, &items, &fallback, &uuid_type, &assignment_type))
+        return NULL;
+    return joined(items, ", ", fallback, uuid_type, assignment_type);
+}
+
 static PyMethodDef methods[] = {
     {"compile_writer", compile_writer, METH_O, "Compile one record writer (see the module docstring)."},
     {"lines", lines, METH_VARARGS, "The --records lines of a list of log entries (see the module docstring)."},
+    {"topics", topics, METH_VARARGS, "The --json texts of a list of topic images, joined by ',\\n'."},
+    {"events", events, METH_VARARGS, "The --json texts of a list of metadata events, joined by ', '."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pipelines.kafka._native_json", "Compiled metadata show --records lines.", -1, methods,
+    PyModuleDef_HEAD_INIT, "pipelines.kafka._native_json", "Compiled metadata show --records lines and --json topics and events.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__native_json(void) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_offset, "offset"}, {&s_ts, "batch_timestamp_ms"}, {&s_epoch, "epoch"}, {&s_is_control, "is_control"},
         {&s_record, "record"}, {&s_base, "batch_base_offset"}, {&s_api_key, "api_key"}, {&s_version, "version"},
-        {&s_fields, "fields"},
+        {&s_fields, "fields"}, {&s_partitions, "partitions"}, {&s_topic_id, "topic_id"}, {&s_name, "name"},
+        {&s_partition, "partition"}, {&s_replicas, "replicas"}, {&s_isr, "isr"}, {&s_leader, "leader"},
+        {&s_leader_epoch, "leader_epoch"}, {&s_partition_epoch, "partition_epoch"}, {&s_directories, "directories"},
+        {&s_adding, "adding_replicas"}, {&s_removing, "removing_replicas"}, {&s_elr, "elr"},
+        {&s_last_known_elr, "last_known_elr"}, {&s_timestamp_ms, "timestamp_ms"}, {&s_event, "event"},
+        {&s_topic, "topic"}, {&s_detail, "detail"}, {&s_a_replicas, "_replicas"},
+        {&s_a_directories, "_directories"}, {&s_a_from_snapshot, "_from_snapshot"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)

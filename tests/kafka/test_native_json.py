@@ -1,4 +1,4 @@
-"""The compiled ``--records`` writer (``_native_json.c``) against the Python lines it replaces, byte for byte.
+"""The compiled writers of ``metadata show`` (``_native_json.c``) against the Python text they replace, byte for byte.
 
 Each case writes the same log entries twice: with the compiled ``lines`` and with ``metadata_records._line`` (the
 reference). A spy on the fallback counts the entries the compiled code handed back to Python, so a case cannot pass
@@ -6,11 +6,13 @@ by running Python twice. Inputs: hypothesis records of every metadata type and v
 as a dump hands them over), entries that lie about their types (values a decoder never makes: bool for int, int and
 str subclasses, non-ASCII and control characters, plain tuples for uuids, out-of-range numbers, foreign mappings,
 None inside arrays), control records, unknown types, and whole real logs dumped with and without the compiled code.
+The same for ``--json``'s topics and events, and whole ``--json`` documents of real logs.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -22,11 +24,16 @@ from hypothesis import strategies as st
 
 from pipelines import native
 from pipelines.cli.metadata_records import _head, _line, dump_files, dump_records
+from pipelines.cli.metadata_stream import _event, _topic, write_show_json
 from pipelines.kafka.metadata_codec import MetadataRecord, decode_metadata_record, encode_metadata_record
 from pipelines.kafka.metadata_json import compiled_writers
 from pipelines.kafka.metadata_log import LogEntry, iter_metadata_log
 from pipelines.kafka.metadata_schema import METADATA_RECORD_TYPES
 from pipelines.kafka.uuid import Uuid
+from pipelines.metadata.events import AssignmentDetail, MetadataEvent
+from pipelines.metadata.image import PartitionImage, TopicImage
+from pipelines.metadata.metadata_log_source import load_metadata
+from pipelines.metadata.summary import summarize
 from tests.kafka.schema_strategies import struct_strategy, with_defaults
 
 COMPILED = compiled_writers()
@@ -199,3 +206,128 @@ def test_real_logs_dump_their_reference_lines() -> None:
             head = _head(Path(path).name)
             reference += "".join(_line(head, e) + "\n" for e in iter_metadata_log(path)).encode("ascii")
         assert compiled == reference, d
+
+
+# -- metadata show --json: topics and events ---------------------------------------------------------------------
+
+
+def both_json(kind: str, items: list[Any]) -> tuple[bytes, bytes, int]:
+    """(compiled, reference, items handed back) for ``topics`` or ``events``."""
+    module = COMPILED[0]
+    calls = [0]
+    python = _topic if kind == "topics" else _event
+
+    def spy(item: Any) -> str:
+        calls[0] += 1
+        return python(item)
+
+    if kind == "topics":
+        compiled = module.topics(items, spy, Uuid)
+        reference = ",\n".join(_topic(t) for t in items)
+    else:
+        compiled = module.events(items, spy, Uuid, AssignmentDetail)
+        reference = ", ".join(json.dumps(e.to_json_dict()) for e in items)
+    return compiled, reference.encode("ascii"), calls[0]
+
+
+def part(n: Any = 0, **changes: Any) -> PartitionImage:
+    values: dict[str, Any] = {"partition": n, "replicas": (1, 2), "isr": (2, 1), "removing_replicas": (),
+                              "adding_replicas": (), "leader": 2, "leader_epoch": 4, "partition_epoch": 9,
+                              "directories": (Uuid(7, 8), Uuid(0, 1))}
+    values.update(changes)
+    return PartitionImage(**values)
+
+
+def topic(name: Any = "t", parts: Any = None, topic_id: Any = None) -> TopicImage:
+    parts = {p.partition: p for p in (part(0), part(1))} if parts is None else parts
+    return TopicImage(Uuid(3, 4) if topic_id is None else topic_id, name, MappingProxyType(parts))
+
+
+class OddMapping(dict):
+    pass
+
+
+TOPIC_LIES: list[tuple[str, Any, bool]] = [  # (what, topic, whether the compiled code may write it itself)
+    ("escapes in the name", topic('a"\\\x7f\x01'), True),
+    ("partitions out of order, reassigning, with ELR", topic(parts={
+        3: part(3, adding_replicas=(4,), removing_replicas=(1,), elr=(5, 6), last_known_elr=(7,)),
+        1: part(1), 2: part(2, leader=-1, isr=())}), True),
+    ("a plain dict of partitions", TopicImage(Uuid(3, 4), "t", {0: part(0)}), True),
+    ("a dict subclass of partitions", TopicImage(Uuid(3, 4), "t", OddMapping({0: part(0)})), False),
+    ("non-ASCII name", topic("t\u00e9"), False),
+    ("a bool leader", topic(parts={0: part(0, leader=True)}), False),
+    ("an int subclass as partition number", topic(parts={0: part(Int(0))}), False),
+    ("a partition number past 64 bits", topic(parts={0: part(2**64)}), False),
+    ("a list of replicas", topic(parts={0: part(0, replicas=[1, 2])}), True),
+    ("None among replicas", topic(parts={0: part(0, replicas=(1, None))}), False),
+    ("a plain tuple among directories", topic(parts={0: part(0, directories=((1, 2),))}), False),
+    ("a plain tuple as topic id", topic(topic_id=(1, 2)), False),
+    ("no partitions", topic(parts={}), True),
+]
+
+
+@pytest.mark.parametrize(("what", "lie", "compiled_may_write"), TOPIC_LIES, ids=[w for w, _, _ in TOPIC_LIES])
+def test_topics_that_lie_about_their_types_come_out_as_the_reference_has_them(what: str, lie: TopicImage,
+                                                                            compiled_may_write: bool) -> None:
+    compiled, reference, handed_back = both_json("topics", [topic("before"), lie, topic("after")])
+    assert compiled == reference, what
+    assert handed_back == (0 if compiled_may_write else 1), what
+
+
+def event(**changes: Any) -> MetadataEvent:
+    values: dict[str, Any] = {"offset": 5, "timestamp_ms": 6, "event": "partition_added", "topic_id": Uuid(1, 2),
+                              "topic": "t", "partition": 0, "detail": AssignmentDetail((1, 2), (Uuid(3, 4),))}
+    values.update(changes)
+    return MetadataEvent(**values)
+
+
+def nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+EVENT_LIES: list[tuple[str, Any, bool]] = [
+    ("an assignment from a snapshot", event(detail=AssignmentDetail((1,), (), True)), True),
+    ("a broker event: no topic, no partition, a dict detail", event(
+        event="broker_registered", topic_id=None, topic=None, partition=None,
+        detail={"broker_id": 3, "log_dirs": ["a", "b"], "fenced": False, "rack": None, "x": {"y": [1, (2, 3)]}}),
+     True),
+    ("no detail", event(detail=None), True),
+    ("escapes in the topic", event(topic='q"\\\n'), True),
+    ("non-ASCII topic", event(topic="t\u00e9"), False),
+    ("a truthy non-bool from_snapshot", event(detail=AssignmentDetail((1,), (), 1)), False),
+    ("a float in a dict detail", event(detail={"ratio": 0.5}), False),
+    ("an int key in a dict detail", event(detail={1: "a"}), False),
+    ("a read-only view as detail", event(detail=MappingProxyType({"a": 1})), False),
+    ("a bool partition", event(partition=True), False),
+    ("a str topic id", event(topic_id="AAAAAAAAAAAAAAAAAAAAAA"), False),
+    ("a deeply nested detail", event(detail={"a": nested(20)}), False),
+]
+
+
+@pytest.mark.parametrize(("what", "lie", "compiled_may_write"), EVENT_LIES, ids=[w for w, _, _ in EVENT_LIES])
+def test_events_that_lie_about_their_types_come_out_as_the_reference_has_them(what: str, lie: MetadataEvent,
+                                                                            compiled_may_write: bool) -> None:
+    compiled, reference, handed_back = both_json("events", [event(), lie, event()])
+    assert compiled == reference, what
+    assert handed_back == (0 if compiled_may_write else 1), what
+
+
+def _show_json(path: Path) -> bytes:
+    result = load_metadata(str(path))
+    out = io.BytesIO()
+    write_show_json(out, result, summarize(result))
+    return out.getvalue()
+
+
+def test_show_json_of_real_logs_is_the_same_with_and_without_the_compiled_writer() -> None:
+    dirs = sorted({p.parent for p in [*FIXTURE.rglob("__cluster_metadata-0/*.log"),
+                                      *REAL.rglob("__cluster_metadata-0/*.log")]})
+    assert dirs
+    for d in dirs:
+        compiled = _show_json(d)
+        with native.pure_python():
+            assert compiled == _show_json(d), d
+        json.loads(compiled)
