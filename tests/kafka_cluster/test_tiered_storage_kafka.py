@@ -352,6 +352,33 @@ def test_live_tiered_topic_reads_from_offset_zero(tiered: Tiered) -> None:
     assert got == tiered.values[LIVE]
 
 
+def test_local_crawl_of_tiered_brokers(tiered: Tiered) -> None:
+    """The local side on tiered brokers: the remote index cache is no partition dir and no error, the metadata
+    topic's replicas and the live tiered partitions (local log start far past 0) are ``ok``, the downed leader's
+    renamed dir of the deleted topic is ``stray``."""
+    from pipelines.config.models import BrokerConfig, DetectConfig
+    from pipelines.crawl.local_crawl import crawl_local
+    from pipelines.plan.recheck import DirFacts, classify, live_copies
+
+    image = tiered.kafka.replayed_image()
+    got: dict[tuple[str, str], set[str]] = {}
+    for b, node in tiered.kafka.brokers.items():
+        assert (node.log_dirs[0] / "remote-log-index-cache").is_dir()
+        res = crawl_local([BrokerConfig(broker_id=b, log_dirs=tuple(str(d) for d in node.log_dirs))],
+                          run_id="tiered-local", cluster="it")
+        assert not res.errors
+        ids = {r["log_dir"]: r["directory_id"] for r in res.log_dirs}
+        facts = [DirFacts.from_partition_dir(r, ids[r["log_dir"]]) for r in res.partition_dirs]
+        for f in facts:
+            cls, _why = classify(f, image, copies=live_copies(facts), config=DetectConfig(),
+                                 now=datetime.now(timezone.utc))
+            got.setdefault((f.topic or "", f.kind), set()).add(cls)
+    assert not [k for k in got if "remote-log-index-cache" in k[0]]
+    assert got[(METADATA_TOPIC, "live")] == {"ok"}
+    assert all(got[(t, "live")] == {"ok"} for t in (LIVE, STALLED, EXPIRED))
+    assert got[(DOWN, "stray")] == {"stray"}
+
+
 def _tier_bytes(rsm_dir: Path, under: str = "kafka-tiered-storage") -> dict[str, bytes]:
     return {p.relative_to(rsm_dir).as_posix(): p.read_bytes() for p in (rsm_dir / under).rglob("*") if p.is_file()}
 
