@@ -103,13 +103,14 @@ final class Commits {
         }
     }
 
-    /** True for the store's answer to a create over an existing key (HTTP 412, or Hadoop's own exception). */
+    /** True for the store's answer to a create over an existing key: s3a turns HTTP 412 (and S3 Express's
+     *  PreconditionFailed) into RemoteFileChangedException; a file system may say FileAlreadyExistsException. */
     static boolean isExisting(Throwable error) {
         for (Throwable e = error; e != null; e = e.getCause()) {
             String name = e.getClass().getName();
-            String message = String.valueOf(e.getMessage());
-            if (name.endsWith("RemoteFileChangedException") || name.endsWith("FileAlreadyExistsException")
-                    || message.contains("412") || message.contains("PreconditionFailed")) {
+            if (name.equals("org.apache.hadoop.fs.s3a.RemoteFileChangedException")
+                    || name.equals("org.apache.hadoop.fs.FileAlreadyExistsException")
+                    || name.equals("java.nio.file.FileAlreadyExistsException")) {
                 return true;
             }
         }
