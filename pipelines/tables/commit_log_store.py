@@ -285,9 +285,10 @@ def log_store_jar() -> Path | None:
     if target.is_file():
         return target
     javac, classpath = _javac(), _compile_classpath()
-    if javac is None or classpath is None:
-        log.warning("cannot build the multi-driver Delta log stores (%s): Spark keeps Delta's single-driver ones",
-                    "no javac on PATH or in JAVA_HOME" if javac is None else "Delta jars not resolved yet")
+    if javac is None or classpath is None:  # the session that resolves the Delta jars is the only one without them
+        log.log(logging.WARNING if javac is None else logging.DEBUG,
+                "cannot build the multi-driver Delta log stores (%s): Spark keeps Delta's single-driver ones",
+                "no javac on PATH or in JAVA_HOME" if javac is None else "Delta jars not resolved yet")
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / "build.lock", "a") as lock:
