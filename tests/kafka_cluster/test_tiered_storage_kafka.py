@@ -132,8 +132,10 @@ def _remote_logs(rsm_dir: Path, topic: str, tid: Uuid) -> list[str]:
     return sorted(p.name for p in d.glob("*.log")) if d.is_dir() else []
 
 
-def _metadata_image(kafka: KafkaCluster) -> tuple[MetadataCoverage, RemoteMetadataImage, Any]:
-    """The product's view of ``__remote_log_metadata``: every broker's replicas, the most complete per partition."""
+def _metadata_image(kafka: KafkaCluster, as_of_ms: int | None = None
+                    ) -> tuple[MetadataCoverage, RemoteMetadataImage, Any]:  # fmt: skip
+    """The product's view of ``__remote_log_metadata``: every broker's replicas, the most complete per partition
+    (``as_of_ms``: the replicas' time when it is known better than their files' mtime, see ``read_replica``)."""
     result = load_metadata(str(kafka.metadata_dir))
     image = result.image
     meta_topic = image.topics.by_name.get(METADATA_TOPIC)
@@ -141,6 +143,8 @@ def _metadata_image(kafka: KafkaCluster) -> tuple[MetadataCoverage, RemoteMetada
     infinite = image.topic_config(METADATA_TOPIC, "retention.ms") == "-1" and \
         image.topic_config(METADATA_TOPIC, "retention.bytes") in (None, "-1")
     reads = [r for b in kafka.brokers.values() for d in b.log_dirs for r in read_replicas_under(d)]
+    if as_of_ms is not None:
+        reads = [replace(r, as_of_ms=as_of_ms) for r in reads]
     coverage = MetadataCoverage.from_replicas(reads, num, infinite)
     return coverage, replay(coverage.events()), result
 
@@ -253,8 +257,9 @@ def _make_leaks(kafka: KafkaCluster, rsm_dir: Path, marker: Path) -> Tiered:
     return Tiered(kafka, rsm_dir, tids, values)
 
 
-def _findings(t: Tiered, now_ms: int) -> tuple[list[RemoteFinding], list[RemoteObjectRow]]:
-    coverage, rimage, result = _metadata_image(t.kafka)
+def _findings(t: Tiered, now_ms: int, replicas_as_of_ms: int | None = None
+              ) -> tuple[list[RemoteFinding], list[RemoteObjectRow]]:  # fmt: skip
+    coverage, rimage, result = _metadata_image(t.kafka, replicas_as_of_ms)
     loc = open_location(t.rsm_dir.as_uri())
     rows = list(listing_rows(list_location(loc, LAYOUT), LAYOUT))
     removed = {e.topic_id: e.timestamp_ms for e in result.events if e.event == TOPIC_REMOVED}
@@ -385,8 +390,8 @@ def _tier_bytes(rsm_dir: Path, under: str = "kafka-tiered-storage") -> dict[str,
 
 def test_apply_and_restore_the_kafka_made_leaks(tiered: Tiered, tmp_path: Path) -> None:
     """The plannable findings become a signed plan of remote items; ``apply --remote --execute`` quarantines exactly
-    them (the live topics' objects untouched, their records still read from offset 0), ``restore --remote`` puts
-    every object back byte for byte."""
+    them (the live topics' other objects untouched; both live topics, one of which lost Kafka's cut upload, still
+    read completely from offset 0), ``restore --remote`` puts every object back byte for byte."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "execute_remote"))
     from remote_world import approve, config_of, make_plan
 
@@ -402,13 +407,18 @@ def test_apply_and_restore_the_kafka_made_leaks(tiered: Tiered, tmp_path: Path) 
     replicas = tiered.kafka.brokers[LEADER[LIVE]].log_dirs[0]  # a broker's log dir: its __remote_log_metadata-N
     target = RemoteTarget(location=location, layout=LAYOUT, owned_prefix=owned, metadata_source=str(replicas))
     tools = RemoteTools(target, TierStore.open(location, {}))
-    later = datetime.now(timezone.utc) + timedelta(days=2)  # the host's grace floor (1 day by default) elapsed
-    findings, rows = _findings(tiered, int(later.timestamp() * 1000))
+    # a run two days on (the host's grace floor, 1 day by default, elapsed), the brokers still running with no event
+    # since: their live replicas are as current as that clock, so Kafka's cut upload is plannable too
+    later = datetime.now(timezone.utc) + timedelta(days=2)
+    later_ms = int(later.timestamp() * 1000)
+    findings, rows = _findings(tiered, later_ms, replicas_as_of_ms=later_ms)
     planning = plan_remote_items([f.as_row("it", "run-1") for f in findings],
                                  [{**r.as_row(), "cluster": "it", "run_id": "run-1"} for r in rows],
                                  owned_prefix=owned, quarantine_folder=target.quarantine_folder)
     garbage = {str(f.segment_id) for f in findings if f.plannable}
-    assert {i.segment_id for i in planning.items} == garbage and garbage
+    assert {i.segment_id for i in planning.items} == garbage
+    assert {(f.topic, f.class_name) for f in findings if f.plannable} == {
+        (NODELETE, "remote_delete_leaked"), (DOWN, "remote_deleted_topic"), (STALLED, "remote_copy_incomplete")}
     plan = make_plan(tuple(planning.items), plan_id="plan-tiered", created_hours_ago=0)
     config = config_of(tmp_path)
     config = config.model_copy(update={"metadata": config.metadata.model_copy(
@@ -425,7 +435,8 @@ def test_apply_and_restore_the_kafka_made_leaks(tiered: Tiered, tmp_path: Path) 
     assert all(after[k] == before[k] for k in after)  # live topics' objects untouched
     quarantined = _tier_bytes(tiered.rsm_dir, target.quarantine_folder.rstrip("/"))
     assert {k.split("/", 2)[2]: v for k, v in quarantined.items()} == {k: before[k] for k in gone}
-    assert tiered.kafka.consume(LIVE, expected=len(tiered.values[LIVE])) == tiered.values[LIVE]
+    for topic in (LIVE, STALLED):
+        assert tiered.kafka.consume(topic, expected=len(tiered.values[topic])) == tiered.values[topic]
 
     restored = restore_remote(config, store, plan.plan_id, execute=True, tools=tools)
     assert not restored.failed and not restored.skipped and sorted(restored.restored) == sorted(
