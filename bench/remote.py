@@ -10,11 +10,17 @@ Default mode, in two child processes (so the reader's peak RSS is its own):
    10 partitions per topic), and a matching ``__remote_log_metadata`` replica (50 partitions) written with
    ``metadata_writer``: 85% of segments copied, 5% copy started only, 5% delete finished (leaked), 5% unrecorded;
    one topic in ten deleted from the controller;
-2. read: :func:`pipelines.remote_tier.s3_inventory.read_inventory` -> ``listing_rows`` -> ``classify_remote`` per
-   topic partition (consecutive rows of one partition), with the metadata read and replayed first.
+2. read, through the pipeline's Spark path (``pipelines.orchestrate.remote_tier_step``, ``local[2]``): one task per
+   inventory data file -> ``remote_objects``; one task per metadata replica; replay + ``classify_remote`` per
+   (topic id, partition) in co-grouped tasks -> ``remote_log_segments`` and ``remote_findings`` (Delta tables in a
+   scratch warehouse). ``--pure`` reads in one Python process instead (the first layer's path:
+   :func:`pipelines.remote_tier.s3_inventory.read_inventory` -> ``listing_rows`` -> ``classify_remote`` per topic
+   partition, the metadata read and replayed first).
 
 It prints each phase's time and the classes found; the last line is JSON
-``{"objects": N, "wall_s": ..., "driver_rss_mib": ...}`` (the read process: wall time and peak RSS).
+``{"objects": N, "wall_s": ..., "driver_rss_mib": ...}``: the read process's wall time (Spark start included) and
+the peak RSS of the driver's Python process (sampled; with Spark, the driver JVM's peak, which also runs the local
+tasks' JVM side, is printed on the line before).
 
 ``--list-s3``: puts N objects in a moto server (started here, as the tests start it) and times the fsspec listing
 (:func:`pipelines.remote_tier.object_listing.list_location`) against a bare boto3 ``list_objects_v2`` paginator over
@@ -174,6 +180,94 @@ def read(out: Path, metadata: bool) -> dict:
             "kept": stats.kept, "classes": classes, "plannable": plannable}
 
 
+def _rss_mib(pid: int | str = "self") -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class _PeakRss:
+    """Samples the RSS of this process and of ``pids()`` every 0.2 s; keeps the peaks."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.own = self.jvm = 0.0
+        self.jvm_pid: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.own = max(self.own, _rss_mib())
+            if self.jvm_pid is not None:
+                self.jvm = max(self.jvm, _rss_mib(self.jvm_pid))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def read_spark(out: Path, metadata: bool) -> dict:
+    """The pipeline's remote tier step over the generated report and replica (see the module docstring)."""
+    from datetime import datetime, timezone
+
+    from pipelines.config.load import config_from_dict
+    from pipelines.metadata.image import ConfigsImage, MetadataImage, PartitionImage, TopicImage, TopicsImage
+    from pipelines.metadata.source import ControllerView
+    from pipelines.orchestrate.remote_tier_step import remote_tier_step
+    from pipelines.tables.schemas import ALL_TABLES
+    from pipelines.tables.spark_session import build_spark
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    peak = _PeakRss()
+    t0 = time.perf_counter()
+    spark = build_spark("bench-remote", master="local[2]", conf={
+        "spark.sql.shuffle.partitions": "16", "spark.default.parallelism": "2", "spark.driver.memory": "768m"})
+    peak.jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    t_spark = time.perf_counter() - t0
+    meta_dir = out / "metadata"
+    if not metadata:
+        meta_dir.mkdir(exist_ok=True)
+    config = config_from_dict({
+        "cluster": "bench", "warehouse": str(out / "warehouse"),
+        "remote_tier": {"layout": "aiven", "location": f"s3://{BUCKET}/{ROOT}", "owned_prefix": "",
+                        "inventory_manifest": str(out / "report" / "manifest.json"),
+                        "inventory_data_root": str(out), "metadata": {"source": str(meta_dir)}}})
+    store = warehouse_store(config.warehouse, engine="spark", spark=spark)
+    for name in ("metadata_events", "remote_objects", "remote_log_segments", "remote_findings"):
+        store.create_if_missing(ALL_TABLES[name])
+    topics = dict(_segments_by_topic(out))
+    deleted = {tid for i, (_, tid) in enumerate(sorted(topics.items())) if i % 10 == 9}
+    at = datetime.fromtimestamp(OLD / 1000, tz=timezone.utc)
+    if deleted:
+        store.append("metadata_events", [{"cluster": "bench", "offset": i, "event": "topic_removed", "timestamp": at,
+                                          "topic_id": str(tid), "source": "bench", "run_id": "bench"}
+                                         for i, tid in enumerate(sorted(deleted))])
+    images = [TopicImage(tid, name, {}) for name, tid in topics.items() if tid not in deleted]
+    meta = {p: PartitionImage(p, (1,), (1,), (), (), 1, 0, 0, ()) for p in range(METADATA_PARTITIONS)}
+    images.append(TopicImage(_uid(0, 9), "__remote_log_metadata", meta))
+    image = MetadataImage(topics=TopicsImage({t.topic_id: t for t in images}, {t.name: t for t in images}),
+                          configs=ConfigsImage({(2, "__remote_log_metadata"): {"retention.ms": "-1"}}),
+                          complete=True, incomplete_reasons=())
+    t1 = time.perf_counter()
+    report = remote_tier_step(spark, store, config, "bench-run", ControllerView(image, (), "bench"),
+                              now=datetime.fromtimestamp(NOW / 1000, tz=timezone.utc))
+    t_step = time.perf_counter() - t1
+    peak.stop()
+    by_class = report.counts["by_class"]
+    return {"spark_start_s": round(t_spark, 2), "step_s": round(t_step, 2), "rows": report.counts["objects"],
+            "error_rows": report.counts["error_rows"], "classes": {k: v["segments"] for k, v in by_class.items()},
+            "plannable": report.counts["plannable"], "python_peak_rss_mib": round(peak.own, 1),
+            "jvm_peak_rss_mib": round(peak.jvm, 1)}
+
+
 def _segments_by_topic(out: Path):
     n = json.loads((out / "objects.json").read_text())
     seen = set()
@@ -244,6 +338,7 @@ def main() -> None:
     ap.add_argument("--no-metadata", action="store_true", help="skip the __remote_log_metadata replica")
     ap.add_argument("--keep", type=Path, help="generate into this directory and keep it")
     ap.add_argument("--list-s3", action="store_true")
+    ap.add_argument("--pure", action="store_true", help="read in one Python process (no Spark)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--phase", choices=("generate", "read"), help=argparse.SUPPRESS)
     ap.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
@@ -254,7 +349,7 @@ def main() -> None:
         generate(args.dir, args.objects, metadata)
         return
     if args.phase == "read":
-        print(json.dumps(read(args.dir, metadata)))
+        print(json.dumps(read(args.dir, metadata) if args.pure else read_spark(args.dir, metadata)))
         return
     if args.list_s3:
         list_s3(args.objects, args.repeat)
@@ -266,12 +361,19 @@ def main() -> None:
         gen_s, gen_rss, _ = run_child([sys.executable, __file__, "--phase", "generate", *flags])
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         print(f"generate: {gen_s:.1f}s, peak RSS {gen_rss:.0f} MiB, {size / 2**20:.1f} MiB on disk")
-        wall, rss, text = run_child([sys.executable, __file__, "--phase", "read", *flags])
+        wall, rss, text = run_child([sys.executable, __file__, "--phase", "read", *flags,
+                                     *(["--pure"] if args.pure else [])])
         figures = json.loads(text.strip().splitlines()[-1])
-        rate = figures["rows"] / max(figures["list_parse_classify_s"], 1e-9)
-        print(f"read: metadata read + replay {figures['metadata_s']}s, inventory -> rows -> classes "
-              f"{figures['list_parse_classify_s']}s ({rate:,.0f} rows/s), {figures['rows']} rows, "
-              f"{figures['error_rows']} error rows")
+        if args.pure:
+            rate = figures["rows"] / max(figures["list_parse_classify_s"], 1e-9)
+            print(f"read: metadata read + replay {figures['metadata_s']}s, inventory -> rows -> classes "
+                  f"{figures['list_parse_classify_s']}s ({rate:,.0f} rows/s), {figures['rows']} rows, "
+                  f"{figures['error_rows']} error rows")
+        else:
+            rss = figures["python_peak_rss_mib"]
+            print(f"read (Spark local[2]): start {figures['spark_start_s']}s, remote tier step {figures['step_s']}s "
+                  f"({figures['rows'] / max(figures['step_s'], 1e-9):,.0f} objects/s), {figures['rows']} rows, "
+                  f"{figures['error_rows']} error rows; driver JVM peak RSS {figures['jvm_peak_rss_mib']} MiB")
         print(f"classes: {json.dumps(figures['classes'], sort_keys=True)}, plannable {figures['plannable']}")
         print(json.dumps({"objects": args.objects, "wall_s": round(wall, 2), "driver_rss_mib": round(rss, 1)}))
     finally:

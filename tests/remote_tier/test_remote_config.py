@@ -27,6 +27,7 @@ def test_unset_means_no_remote_tier_and_defaults_are_safe() -> None:
     assert tier.relative_quarantine() == ".logdir-gc-quarantine/"
     assert tier.metadata.source is None and tier.metadata.bootstrap_servers is None
     assert config_from_dict(_tier(owned_prefix="cluster-a")).remote_tier.owned_prefix == "cluster-a/"
+    assert config_from_dict(_tier(owned_prefix="")).remote_tier.owned_prefix == ""  # all of location, said explicitly
 
 
 @pytest.mark.parametrize(("tier", "fragment"), [
