@@ -11,20 +11,35 @@ from pipelines.analytics.plots import _BLUE, _GREY, _ORANGE, _RED, Chart, _empty
 __all__ = ["plot_fleet_disk", "plot_fleet_growth", "plot_fleet_over_time", "plot_fleet_reclaimable"]
 
 
+#: Bars per cluster chart: the largest clusters, the rest as one bar (the tables beside the charts list them all).
+CHART_CLUSTERS = 20
+
+
 def _height(rows: int) -> float:
     return max(2.5, 0.28 * rows + 1)
 
 
+def _largest(df: pd.DataFrame, by: str, columns: list[str]) -> pd.DataFrame:
+    """The ``CHART_CLUSTERS`` rows with the largest ``by``, then one ``N other clusters`` row summing ``columns``."""
+    if len(df) <= CHART_CLUSTERS:
+        return df
+    ranked = df.sort_values([by, "cluster"], ascending=[False, True])
+    top, rest = ranked.head(CHART_CLUSTERS - 1), ranked.iloc[CHART_CLUSTERS - 1:]
+    other = {"cluster": f"{len(rest)} other clusters", **{c: rest[c].sum() for c in columns}}
+    return pd.concat([top[["cluster", *columns]], pd.DataFrame([other])], ignore_index=True)
+
+
 def plot_fleet_disk(df: pd.DataFrame) -> Chart:
-    """Live vs other partition-dir bytes per cluster (from ``fleet_by_cluster``)."""
+    """Live vs other partition-dir bytes per cluster, the largest ``CHART_CLUSTERS`` (from ``fleet_by_cluster``)."""
     title = "Disk by cluster (newest run of each)"
     if df.empty:
         return _empty("fleet_disk", title, "no crawl runs in this warehouse")
-    fig, ax = _figure(title, height=_height(len(df)))
-    labels = _labels(df["cluster"])[::-1]
-    div, unit = _unit(df["bytes"])
-    live = (df["live_bytes"] / div)[::-1]
-    other = ((df["bytes"] - df["live_bytes"]) / div)[::-1]
+    bars = _largest(df, "bytes", ["bytes", "live_bytes"])
+    fig, ax = _figure(title, height=_height(len(bars)))
+    labels = _labels(bars["cluster"])[::-1]
+    div, unit = _unit(bars["bytes"])
+    live = (bars["live_bytes"] / div)[::-1]
+    other = ((bars["bytes"] - bars["live_bytes"]) / div)[::-1]
     ax.barh(labels, live, color=_BLUE, label="live")
     ax.barh(labels, other, left=live, color=_ORANGE, label="other dirs")
     ax.set_xlabel(unit)
@@ -37,15 +52,16 @@ def plot_fleet_disk(df: pd.DataFrame) -> Chart:
 
 
 def plot_fleet_reclaimable(df: pd.DataFrame) -> Chart:
-    """Reclaimable bytes per cluster, plannable part first (from ``fleet_by_cluster``)."""
+    """Reclaimable bytes per cluster, plannable part first, the largest ``CHART_CLUSTERS`` (``fleet_by_cluster``)."""
     title = "Reclaimable bytes by cluster"
     if df.empty or not df["reclaimable_bytes"].any():
         return _empty("fleet_reclaimable", title, "nothing reclaimable in any cluster")
-    fig, ax = _figure(title, height=_height(len(df)))
-    labels = _labels(df["cluster"])[::-1]
-    div, unit = _unit(df["reclaimable_bytes"])
-    now = (df["plannable_bytes"] / div)[::-1]
-    later = ((df["reclaimable_bytes"] - df["plannable_bytes"]) / div)[::-1]
+    bars = _largest(df, "reclaimable_bytes", ["reclaimable_bytes", "plannable_bytes"])
+    fig, ax = _figure(title, height=_height(len(bars)))
+    labels = _labels(bars["cluster"])[::-1]
+    div, unit = _unit(bars["reclaimable_bytes"])
+    now = (bars["plannable_bytes"] / div)[::-1]
+    later = ((bars["reclaimable_bytes"] - bars["plannable_bytes"]) / div)[::-1]
     ax.barh(labels, now, color=_BLUE, label="plannable now")
     ax.barh(labels, later, left=now, color=_ORANGE, label="waiting (grace / evidence)")
     ax.set_xlabel(unit)
@@ -58,7 +74,7 @@ def plot_fleet_reclaimable(df: pd.DataFrame) -> Chart:
     return Chart("fleet_reclaimable", title, fig, takeaway)
 
 
-def plot_fleet_growth(df: pd.DataFrame, n: int = 15) -> Chart:
+def plot_fleet_growth(df: pd.DataFrame, n: int = CHART_CLUSTERS) -> Chart:
     """Bytes gained per cluster between its first and newest run, top ``n`` (from ``fleet_growth``)."""
     title = "Growth per cluster since its first run"
     if df.empty:

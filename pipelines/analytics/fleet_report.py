@@ -25,6 +25,7 @@ def fleet_sections(fleet: f.Fleet) -> list[Section]:
     by_cluster = f.fleet_by_cluster(fleet)
     top = f.fleet_top_topics(fleet, 10)
     labelled = top.assign(topic=top["cluster"].astype(str) + " / " + top["topic"].astype(str))
+    by_class = f.fleet_by_class(fleet)
     growth = f.fleet_growth(fleet)
     over_time = f.fleet_reclaimable_over_time(fleet)
     reclaim_columns = ["cluster", "run_id", "reclaimable_dirs", "reclaimable_bytes", "plannable_dirs",
@@ -35,8 +36,7 @@ def fleet_sections(fleet: f.Fleet) -> list[Section]:
         Section("Reclaimable by cluster", fleet_plots.plot_fleet_reclaimable(by_cluster), by_cluster[reclaim_columns],
                 "Garbage classes, not protected; unexplained = filesystem used bytes minus attributed bytes, each "
                 "filesystem counted once."),
-        Section("Reclaimable by class (fleet)", plots.plot_reclaimable_by_class(f.fleet_by_class(fleet)),
-                f.fleet_by_class(fleet)),
+        Section("Reclaimable by class (fleet)", plots.plot_reclaimable_by_class(by_class), by_class),
         Section("Top topics across the fleet", plots.plot_top_topics(labelled), top),
         Section("Growth per cluster", fleet_plots.plot_fleet_growth(growth), growth),
         Section("Reclaimable over time", fleet_plots.plot_fleet_over_time(over_time), over_time),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,22 @@ def test_capacity_notebook_without_cluster_is_the_fleet(fleet_wh: Path, tmp_path
                       {"warehouse": str(fleet_wh), "cluster": "west", "run_id": None, "figures_out": str(out)})
     assert json.loads(out.read_text())["cluster"] == "west"
     assert len([h for h in html_outputs(nb) if h.startswith("<figure")]) == 10
+
+
+def test_clusters_stay_apart_when_their_run_ids_coincide(tmp_path: Path) -> None:
+    """Run ids from before they were unique: ``run-2`` is A's newest run and B's older one (merged warehouses)."""
+    from pipelines.tables.rust_engine import RustTableStore
+    from pipelines.tables.warehouse_merge import merge_warehouse
+
+    fleet = RustTableStore(str(tmp_path / "fleet"), allow_foreign_tables=True)
+    for name, seed, runs, brokers in (("a", 3, ("run-1", "run-2"), 2), ("b", 5, ("run-2", "run-3"), 3)):
+        add_cluster(tmp_path / name, tmp_path / f"{name}-wh", name, seed=seed, runs=runs, brokers=brokers)
+        for table in ("gc_plans", "gc_plan_items", "gc_plan_audit"):  # the demo's plan ids are run ids: they would
+            shutil.rmtree(tmp_path / f"{name}-wh" / table, ignore_errors=True)  # clash (the pipeline's do not)
+        merge_warehouse(RustTableStore(str(tmp_path / f"{name}-wh")), fleet)
+    figs = a.fleet_figures(a.open_fleet(str(tmp_path / "fleet")))
+    for cluster, run in (("a", "run-2"), ("b", "run-3")):
+        dirs = fleet.read_rows("partition_dirs", {"cluster": cluster, "run_id": run})
+        assert figs["by_cluster"][cluster]["run_id"] == run
+        assert figs["by_cluster"][cluster]["partition_dirs"] == len(dirs)
+        assert figs["by_cluster"][cluster]["total_bytes"] == sum(r["bytes"] for r in dirs)
