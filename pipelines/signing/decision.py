@@ -127,11 +127,12 @@ Verify = Callable[[bytes, str, str, HostTrust, datetime], SignatureCheck]
 
 
 def check_row(row: SignatureRow, plan: PlanFacts, content_hash: str, trust: HostTrust, host: HostFacts,
-              now: datetime, verify: Verify = verify_signature) -> SignatureVerdict:
+              now: datetime, verify: Verify = verify_signature, parse: Callable[[str], Statement] = Statement.parse,
+              ) -> SignatureVerdict:
     """One stored signature judged: its statement's fields against ``plan``/``host``, then its signature (``verify``:
-    ssh-keygen, or a caller's cache of it)."""
+    ssh-keygen, or a caller's cache of it; ``parse``: :meth:`Statement.parse`, or a caller's cache of it)."""
     try:
-        st = Statement.parse(row.statement)
+        st = parse(row.statement)
     except StatementError as exc:
         return SignatureVerdict(row, None, None, NOT_COUNTED, "statement_invalid", str(exc))
     problem = field_problem(st, plan, content_hash, host, now)

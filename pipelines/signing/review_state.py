@@ -21,6 +21,7 @@ only those whose statement already names this plan, its content hash and cluster
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -215,7 +216,7 @@ def derive(record: PlanRecord, signatures: Sequence[SignatureRow], audit: Sequen
     for row in signatures:
         st = None
         with contextlib.suppress(StatementError):  # an unparseable statement is refused by check_row
-            st = Statement.parse(row.statement)
+            st = _parse(row.statement)
         # a listing has no plan JSON: the statement's cluster id is taken, its content hash covers the plan's
         facts = _Facts(record.plan_id, record.cluster, cluster_id if cluster_id is not None or st is None
                        else st.cluster_id)
@@ -235,7 +236,7 @@ def derive(record: PlanRecord, signatures: Sequence[SignatureRow], audit: Sequen
               and st.signer not in names and _key_of(row) not in keys):  # it cannot exclude any approver
             checked.append(SignatureVerdict(row, st, None, NOT_COUNTED, "not_needed", "no decision to judge it for"))
         else:
-            checked.append(check_row(row, facts, record.content_hash, trust.host, host, at, verify))
+            checked.append(check_row(row, facts, record.content_hash, trust.host, host, at, verify, _parse))
     verdicts = count_approvals(checked, policy)
     counted = tuple(dict.fromkeys(v.who for v in verdicts if v.status == COUNTED))
     vetoes = [v for v in verdicts if v.status == VETO]
@@ -257,10 +258,19 @@ def derive(record: PlanRecord, signatures: Sequence[SignatureRow], audit: Sequen
 
 def _key_of(row: SignatureRow) -> object:
     """The key that made ``row``'s signature (None when unreadable), to tell whether a proposal shares it."""
+    return _signing_key(row.signature)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _signing_key(signature: str) -> object:
     try:
-        return read_envelope(row.signature).key
+        return read_envelope(signature).key
     except EnvelopeError:
         return None
+
+
+#: :meth:`Statement.parse` remembered by text (a statement is immutable; its parse is pure)
+_parse = functools.lru_cache(maxsize=65_536)(Statement.parse)
 
 
 def _unverified(record: PlanRecord, verdicts: Sequence[SignatureVerdict], audit: Sequence[Mapping[str, Any]],
