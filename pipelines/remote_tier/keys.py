@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pipelines.errors import DecodeError
 from pipelines.kafka.uuid import Uuid
@@ -73,14 +74,24 @@ def uuid_from_right(text: str, what: str) -> tuple[str, Uuid]:
 
 def canonical_uuid(text: str, what: str) -> Uuid:
     """The Uuid whose text is exactly ``text`` (22 base64url characters, unused bits zero)."""
+    found = _canonical(text)
+    if isinstance(found, str):
+        raise RemoteKeyError(f"{what}: {found}")
+    return found
+
+
+@lru_cache(maxsize=1 << 16)
+def _canonical(text: str) -> Uuid | str:
+    """:func:`canonical_uuid` without the context: the Uuid, or what is wrong (cached: a topic's keys share its id,
+    a segment's keys its id, so a listing parses each id once, not once per key)."""
     if not _B64URL.fullmatch(text):
-        raise RemoteKeyError(f"{what}: {text!r} is not a 22-character base64url Uuid")
+        return f"{text!r} is not a 22-character base64url Uuid"
     try:
         uid = Uuid.from_string(text)
     except DecodeError as exc:
-        raise RemoteKeyError(f"{what}: {exc}") from None
+        return str(exc)
     if str(uid) != text:
-        raise RemoteKeyError(f"{what}: {text!r} is not the text Kafka prints for any Uuid")
+        return f"{text!r} is not the text Kafka prints for any Uuid"
     return uid
 
 

@@ -180,14 +180,19 @@ def _object_rows(table: pa.Table) -> list[Any]:
     from pipelines.remote_tier.listing import RemoteObjectRow
 
     micros = table.column("last_modified").cast(pa.int64()).to_pylist()  # exact (no float seconds)
+    ids: dict[str | None, Uuid | None] = {None: None}  # a group shares one topic id; a segment's keys one id
+
+    def uuid(text: str | None) -> Uuid | None:
+        if text not in ids:
+            ids[text] = Uuid.from_string(text)  # type: ignore[arg-type]
+        return ids[text]
+
     rows = []
     for r, us in zip(table.drop_columns(["last_modified"]).to_pylist(), micros, strict=True):
         ms = -1 if us is None else us // 1000
-        rows.append(RemoteObjectRow(
-            r["key"], r["size"], ms, r["etag"], r["topic"],
-            None if r["topic_id"] is None else Uuid.from_string(r["topic_id"]), r["partition"],
-            None if r["segment_id"] is None else Uuid.from_string(r["segment_id"]), r["start_offset"],
-            r["object_kind"], r["error"]))
+        rows.append(RemoteObjectRow(r["key"], r["size"], ms, r["etag"], r["topic"], uuid(r["topic_id"]),
+                                    r["partition"], uuid(r["segment_id"]), r["start_offset"], r["object_kind"],
+                                    r["error"]))
     return rows
 
 
