@@ -39,7 +39,7 @@ from pipelines.execute_remote.remote_journal import (
     remote_lock,
 )
 from pipelines.execute_remote.target import RemoteTarget, target_from_config
-from pipelines.execute_remote.tier_store import ObjectInfo, TierStore, copy_verdict
+from pipelines.execute_remote.tier_store import ObjectChanged, ObjectInfo, TierStore, copy_verdict
 from pipelines.plan import approval, broker_status
 from pipelines.plan import policy as rules
 from pipelines.plan.model import REMOTE_BROKER_ID, GcPlan, PlanItem, compute_content_hash
@@ -249,7 +249,12 @@ def _apply_segment(item: PlanItem, plan: GcPlan, h: SegmentHistory, journal: Jou
             return _fail(journal, pid, item, "changed", f"key {key!r} changed after its copy was verified (now "
                          f"{now}); the original is kept, the copy stays in the quarantine")
         journal.write(pid, iid, "delete", INTENT, key=key)
-        tier.delete(key)
+        try:
+            tier.delete(key, keys[key].etag)
+        except ObjectChanged as exc:
+            journal.write(pid, iid, "delete", FAILED, key=key, reason=str(exc))
+            return _fail(journal, pid, item, "changed", f"{exc}; the original is kept, the copy stays in the "
+                         "quarantine")
         fault_point("delete.performed")
         journal.write(pid, iid, "delete", DONE, key=key)
     journal.write(pid, iid, "item", DONE, bytes=item.bytes)

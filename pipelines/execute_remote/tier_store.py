@@ -14,9 +14,19 @@ from typing import Any
 
 from pipelines.remote_tier.object_listing import RemoteLocation, modified_ms, normalize_etag, open_location
 
-__all__ = ["ObjectInfo", "TierStore", "copy_verdict"]
+__all__ = ["ObjectChanged", "ObjectInfo", "TierStore", "copy_verdict"]
 
 _CHUNK = 8 << 20
+
+
+class ObjectChanged(Exception):
+    """A conditional delete was refused by the store: the object is no longer the one with that ETag."""
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    cause = exc.__cause__ or exc
+    response = getattr(cause, "response", None)
+    return isinstance(response, dict) and response.get("Error", {}).get("Code") == "PreconditionFailed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +108,21 @@ class TierStore:
         self.fs.copy(self._path(src), target)
         self._forget(target)
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, etag: str | None = None) -> None:
+        """Delete ``key``; on S3 with ``etag`` only if it still has that ETag (``If-Match``: raises
+        :class:`ObjectChanged` otherwise). Other stores have no conditional delete: the caller's last look is all."""
         path = self._path(key)
-        self.fs.rm_file(path)
+        call = getattr(self.fs, "call_s3", None)
+        if etag is not None and call is not None:
+            bucket, _, name = path.partition("/")
+            try:
+                call("delete_object", Bucket=bucket, Key=name, IfMatch=f'"{etag}"')
+            except OSError as exc:
+                if _precondition_failed(exc):
+                    raise ObjectChanged(f"{key!r} no longer has ETag {etag}: the store refused the delete") from None
+                raise
+        else:
+            self.fs.rm_file(path)
         self._forget(path)
 
     def digest(self, key: str) -> str:

@@ -130,3 +130,21 @@ def test_restore_refuses_a_quarantined_copy_whose_etag_changed(tmp_path: Path, a
     r = restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
     assert len(r.failed) == 1 and "[copy_changed]" in next(iter(r.failed.values()))
     assert not aws.keys(f"tier/{changed}")
+
+
+def test_an_original_replaced_after_the_last_look_is_kept_by_the_conditional_delete(
+        tmp_path: Path, aws: Bucket, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    w = _world(tmp_path, aws)
+    victim = sorted(w.originals)[0]
+    real = w.tools.tier.head
+
+    def head_then_replace(key: str):
+        info = real(key)
+        if key == victim and info is not None:
+            aws.put(f"tier/{victim}", b"replaced between the last look and the delete")
+        return info
+
+    monkeypatch.setattr(w.tools.tier, "head", head_then_replace)
+    report = _apply(w, execute=True)
+    assert set(_skips(report).values()) == {"changed"}
+    assert aws.read(f"tier/{victim}") == b"replaced between the last look and the delete"
