@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
@@ -25,7 +25,7 @@ from pipelines.remote_tier.events import PartitionDeleteEvent, SegmentEvent
 from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, PartitionRead, read_replica, read_replica_segments
 
 __all__ = ["ReplicaSource", "event_of_row", "event_row", "events_in_order", "find_replicas", "read_replica_at",
-           "summary_of_row", "summary_row", "unread"]
+           "summary_of_row", "summary_row"]
 
 _DIR = re.compile(re.escape(METADATA_TOPIC) + r"-(0|[1-9]\d{0,9})")
 _SEGMENT = re.compile(r"(\d{20})\.log")
@@ -114,12 +114,6 @@ def summary_of_row(row: Mapping[str, Any]) -> PartitionRead:
     return PartitionRead(row["metadata_partition"], row["source"], row["first_offset"], row["last_offset"], (),
                          row["unreliable_from"], row["unreliable_last"], problems, row["as_of_ms"],
                          events_read=row["events_read"] or 0)
-
-
-def unread(source: ReplicaSource, error: str) -> PartitionRead:
-    """A replica that could not be read: nothing from it is reliable (it is never chosen over a read one)."""
-    return replace(PartitionRead(source.metadata_partition, source.url, None, None, (), 0, 0, (), None),
-                   problems=(f"not read: {error}",))
 
 
 def event_row(e: SegmentEvent | PartitionDeleteEvent) -> dict[str, Any]:
