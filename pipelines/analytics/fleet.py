@@ -60,10 +60,14 @@ class Fleet:
                 return None
             from deltalake import DeltaTable, QueryBuilder
 
-            qb = QueryBuilder()
-            for t in tables:
-                qb.register(t, DeltaTable(self.store.table_uri(t), storage_options=self.store.storage_options))
-            self._cache[query] = pa.table(qb.execute(query).read_all()).to_pandas()
+            def run() -> pa.Table:
+                qb = QueryBuilder()
+                for t in tables:
+                    qb.register(t, DeltaTable(self.store.table_uri(t), storage_options=self.store.storage_options))
+                return pa.table(qb.execute(query).read_all())
+
+            # the store's own guard: an unreachable store is retried, then one StorageUnavailable line (exit 10)
+            self._cache[query] = self.store._guarded(run).to_pandas()
         return self._cache[query].copy()
 
     @property

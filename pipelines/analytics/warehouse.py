@@ -73,9 +73,11 @@ def clusters_in(store: RustTableStore) -> list[str]:
     names: set[str] = set()
     for table in _CLUSTER_TABLES:
         if store.exists(table):  # only the one column, made distinct by delta-rs (a fleet's tables are large)
-            dt = DeltaTable(store.table_uri(table), storage_options=store.storage_options)
-            found = QueryBuilder().register("t", dt).execute("SELECT DISTINCT cluster FROM t").read_all()
-            names |= {n for n in pa.table(found).column("cluster").to_pylist() if n}
+            def distinct(table: str = table) -> pa.Table:
+                dt = DeltaTable(store.table_uri(table), storage_options=store.storage_options)
+                return pa.table(QueryBuilder().register("t", dt).execute("SELECT DISTINCT cluster FROM t").read_all())
+
+            names |= {n for n in store._guarded(distinct).column("cluster").to_pylist() if n}
     return sorted(names)
 
 
