@@ -29,7 +29,7 @@ from pipelines.execute_remote.remote_journal import (
     open_journal,
     remote_lock,
 )
-from pipelines.execute_remote.tier_store import TierStore, copy_verdict
+from pipelines.execute_remote.tier_store import ObjectChanged, TierStore, copy_verdict
 from pipelines.plan import approval, broker_status
 from pipelines.plan import policy as rules
 from pipelines.plan.model import REMOTE_BROKER_ID
@@ -169,15 +169,8 @@ def purge_remote(config: AppConfig, *, older_than_ms: int | None = None, execute
                 report.failed[f"{pid}/{iid}"] = f"[copy_changed] {problem}"
                 continue
             size = sum(int(f.get("size", 0)) for f in h.copied().values())
-            if execute:
-                for key, facts in sorted(h.copied().items()):
-                    if key in h.done("purge_delete"):
-                        continue
-                    journal.write(pid, iid, "purge_delete", INTENT, key=key, dst=facts["dst"])
-                    tools.tier.delete(str(facts["dst"]))
-                    fault_point("purge_delete.performed")
-                    journal.write(pid, iid, "purge_delete", DONE, key=key, dst=facts["dst"])
-                journal.write(pid, iid, "purge", DONE, bytes=size)
+            if execute and not _purge_copies(journal, pid, iid, h, tools.tier, report):
+                continue
             report.items.append(PurgedItem(pid, iid, min(h.copied()), size, len(h.copied())))
             report.expected_bytes += size
     if execute and report.items:
@@ -189,3 +182,22 @@ def purge_remote(config: AppConfig, *, older_than_ms: int | None = None, execute
                     _record(store, pid, approval.PURGED)
             report.problems.append(f"journal mirror: {mirror_best_effort(journal, store)}")
     return report
+
+
+def _purge_copies(journal: Journal, pid: str, iid: str, h: SegmentHistory, tier: TierStore,
+                  report: PurgeReport) -> bool:
+    """Delete a segment's quarantined copies (on S3 each only if it still has the verified ETag); False when one
+    was refused (listed in ``report.failed``)."""
+    for key, facts in sorted(h.copied().items()):
+        if key in h.done("purge_delete"):
+            continue
+        journal.write(pid, iid, "purge_delete", INTENT, key=key, dst=facts["dst"])
+        try:
+            tier.delete(str(facts["dst"]), facts.get("etag"))
+        except ObjectChanged as exc:
+            report.failed[f"{pid}/{iid}"] = f"[copy_changed] {exc}"
+            return False
+        fault_point("purge_delete.performed")
+        journal.write(pid, iid, "purge_delete", DONE, key=key, dst=facts["dst"])
+    journal.write(pid, iid, "purge", DONE, bytes=sum(int(f.get("size", 0)) for f in h.copied().values()))
+    return True

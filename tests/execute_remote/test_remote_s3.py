@@ -148,3 +148,30 @@ def test_an_original_replaced_after_the_last_look_is_kept_by_the_conditional_del
     report = _apply(w, execute=True)
     assert set(_skips(report).values()) == {"changed"}
     assert aws.read(f"tier/{victim}") == b"replaced between the last look and the delete"
+
+
+def test_purge_deletes_only_the_verified_copies_on_s3(tmp_path: Path, aws: Bucket,  # noqa: F811
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.execute_remote.restore_purge import purge_remote
+
+    w = _world(tmp_path, aws)
+    _apply(w, execute=True)
+    first, second = sorted(w.plan.items, key=lambda i: i.item_id)
+    replaced = f"tier/{w.quarantine(min(k.key for k in first.keys or ()))}"
+    real = w.tools.tier.head
+
+    def head_then_replace(key: str):
+        info = real(key)
+        if f"tier/{key}" == replaced and info is not None:
+            aws.put(replaced, b"written into the quarantine after the check")
+        return info
+
+    monkeypatch.setattr(w.tools.tier, "head", head_then_replace)
+    floor = w.config.executor.purge_retention_floor_ms
+    later = datetime.now(timezone.utc) + timedelta(milliseconds=floor + 60_000)
+    report = purge_remote(w.config, older_than_ms=floor, execute=True, tools=w.tools, now=later)
+    assert list(report.failed) == [f"{w.plan.plan_id}/{first.item_id}"] and "[copy_changed]" in \
+        report.failed[f"{w.plan.plan_id}/{first.item_id}"]
+    assert [i.item_id for i in report.items] == [second.item_id]
+    assert aws.read(replaced) == b"written into the quarantine after the check"
+    assert not [k for k in aws.keys("tier/.logdir-gc-quarantine/") if str(second.segment_id) in k]
