@@ -76,14 +76,17 @@ def _markdown(r: PlanRecord, audit: list[dict[str, Any]], state: ReviewState) ->
 
 
 def _review_trust(app: AppConfig) -> ReviewTrust | None:
-    """The reviewers' trust (None: signatures not required); warns once when none is configured."""
+    """The reviewers' trust (None: signatures not required)."""
     from pipelines.signing.review_state import load_review_trust
 
-    trust = load_review_trust(app)
+    return load_review_trust(app)
+
+
+def _warn_untrusted(trust: ReviewTrust | None) -> None:
+    """Say so when signatures are required and no reviewers' trust file is configured (shown with a state)."""
     if trust is not None and trust.host is None:
         click.echo("logdir-gc plans: warning: executor.require_signatures is on but no reviewers' trust file is set "
                    "(signing.allowed_signers): no decision can be verified, each is shown unverified", err=True)
-    return trust
 
 
 def _review(app: AppConfig) -> SignedReview | None:
@@ -98,6 +101,7 @@ def _state(app: AppConfig, store: Any, record: PlanRecord, review: SignedReview 
            cluster_id: str | None = None) -> ReviewState:
     from pipelines.signing.review_state import state_of
 
+    _warn_untrusted(review.trust if review else None)
     return state_of(store, record, review.trust if review else None, app.policy, cluster_id=cluster_id)
 
 
@@ -129,7 +133,9 @@ def list_cmd(config_path: str | None, warehouse: str | None, as_json: bool, clus
     app = load_app(config_path, warehouse)
     store = open_store(app)
     records = approval.list_plans(store, cluster) if store.exists("gc_plans") else []
-    states = plan_states(store, records, _review_trust(app) if records else None, app.policy)
+    trust = _review_trust(app) if records else None
+    _warn_untrusted(trust)
+    states = plan_states(store, records, trust, app.policy)
     emit(as_json, [_summary(r, s) for r, s in zip(records, states, strict=True)],
          "\n".join(_line(r, s) for r, s in zip(records, states, strict=True)) or "no plans")
 
