@@ -37,15 +37,17 @@ CAPACITY = [
                   "a.fleet_runs(fleet) if fleet_view else wh.runs()"),
     new_markdown_cell("## Fleet: every cluster's newest run\n\nShown when `cluster` is None and the warehouse holds "
                       "several clusters; aggregated inside delta-rs, so a fleet of millions of dirs stays light."),
-    new_code_cell("if fleet_view:\n    by_cluster = a.fleet_by_cluster(fleet)\n    display(by_cluster)\n"
+    new_code_cell("if fleet_view:\n    by_cluster = a.fleet_by_cluster(fleet)\n    display(a.shown_frame(by_cluster))\n"
                   "    display(a.plot_fleet_disk(by_cluster))\n    display(a.plot_fleet_reclaimable(by_cluster))"),
     new_code_cell("if fleet_view:\n    fleet_classes = a.fleet_by_class(fleet)\n    display(fleet_classes)\n"
                   "    display(a.plot_reclaimable_by_class(fleet_classes))\n"
-                  "    display(a.fleet_top_topics(fleet, 10))"),
-    new_code_cell("if fleet_view:\n    cluster_growth = a.fleet_growth(fleet)\n    display(cluster_growth)\n"
+                  "    display(a.shown_frame(a.fleet_top_topics(fleet, 10)))"),
+    new_code_cell("if fleet_view:\n    cluster_growth = a.fleet_growth(fleet)\n"
+                  "    display(a.shown_frame(cluster_growth))\n"
                   "    display(a.plot_fleet_growth(cluster_growth))\n"
                   "    fleet_over_time = a.fleet_reclaimable_over_time(fleet)\n    display(fleet_over_time)\n"
-                  "    display(a.plot_fleet_over_time(fleet_over_time))\n    display(a.fleet_plans(fleet))"),
+                  "    display(a.plot_fleet_over_time(fleet_over_time))\n"
+                  "    display(a.shown_frame(a.fleet_plans(fleet)))"),
     new_markdown_cell("## Disk by broker, by log dir (JBOD skew), by topic\n\nThis and the next sections show one "
                       "cluster (`cluster`, or the warehouse's only one)."),
     new_code_cell("if not fleet_view:\n    by_broker = a.disk_by_broker(wh, run)\n    display(by_broker)\n"
