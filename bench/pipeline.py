@@ -4,11 +4,13 @@ For each size (files) it generates a cluster (10 files per partition dir, 2 JBOD
 runs ``logdir-gc run`` once to create the tables, then ``--repeat`` times in turn: the floor job (a fresh process
 that starts local Spark with the Delta jars through ``build_spark``, writes one row to a Delta table and stops), the
 same without the driver's class archive (``KLGC_CLASS_ARCHIVE=off``: the floor of a Spark tool that has none) and
-the whole ``logdir-gc run`` command in a fresh process. Printed per size: wall seconds (median), the ratio run /
-floor pair by pair (to both floors), seconds per 1,000 partition dirs, the peak RSS of the Python driver and of the
-driver JVM, the time of each step, every Spark job of the last run (from the session's own event log, each job
-tagged with the step that ran it), and the Delta log versions the run wrote per table. Not a test: nothing is
-asserted. Generated data goes under a temp dir (``--out``) and is removed unless ``--keep``.
+the whole ``logdir-gc run`` command in a fresh process. Printed per size: wall seconds (median), the ratios
+run / floor of wall and of CPU time (the process and every descendant it leaves, the JVM included) pair by pair,
+medians and ranges, first to the floor without the archive (issue 30's goal: wall <= 2x), the load average,
+seconds per 1,000 partition dirs, the peak RSS of the Python driver and of the driver JVM, the time of each step,
+every Spark job of the last run (from the session's own event log, each job tagged with the step that ran it), and
+the Delta log versions the run wrote per table. Not a test: nothing is asserted. Generated data goes under a temp
+dir (``--out``) and is removed unless ``--keep``.
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ class Figures:
     wall: float
     driver_rss_kib: int
     jvm_rss_kib: int
+    cpu: float = 0.0
+    """User + system seconds of the process and of every descendant reaped after it (the JVM, Python workers)."""
+    load: float = 0.0
+    """The 1-minute load average when the process ended."""
     steps: dict[str, float] = field(default_factory=dict)
     stderr: str = ""
 
@@ -77,6 +83,7 @@ def timed_process(argv: list[str], log: Path, env: dict[str, str] | None = None)
         wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     jvm = 0
+    cpu = usage.ru_utime + usage.ru_stime  # with the children it reaped itself
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # descendants left behind (the JVM, Python workers): reap them
         try:
@@ -87,11 +94,12 @@ def timed_process(argv: list[str], log: Path, env: dict[str, str] | None = None)
             time.sleep(0.05)
             continue
         jvm = max(jvm, child_usage.ru_maxrss)
+        cpu += child_usage.ru_utime + child_usage.ru_stime
     text = log.read_text()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:4])} ... exited {proc.returncode}:\n{text[-3000:]}")
     steps = {m.group(1).strip(): float(m.group(2)) for m in STEP_LINE.finditer(text)}
-    return Figures(wall, usage.ru_maxrss, jvm, steps, text)
+    return Figures(wall, usage.ru_maxrss, jvm, cpu, os.getloadavg()[0], steps, text)
 
 
 def spark_jobs(events_dir: Path, app_prefix: str) -> list[dict[str, Any]]:
@@ -203,19 +211,26 @@ def bench_size(files: int, out: Path, repeat: int) -> dict[str, Any]:
             "commits": commits}
 
 
+def pair_ratios(runs: list[Figures], floors: list[Figures], what: str) -> list[float]:
+    return sorted(getattr(r, what) / getattr(fl, what) for r, fl in zip(runs, floors, strict=True))
+
+
 def report(size: int, f: dict[str, Any]) -> None:
-    runs, floors = f["runs"], f["floors"]
+    """The run against the floor of a Spark tool without a class archive (issue 30's goal: wall <= 2x), then
+    against the floor with the archive; wall ratios pair by pair (taken in turn), CPU ratios beside them."""
+    runs = f["runs"]
     wall = median([r.wall for r in runs])
-    floor = median([r.wall for r in floors])
-    ratios = sorted(r.wall / fl.wall for r, fl in zip(runs, floors, strict=True))
+    loads = [fig.load for fig in (*runs, *f["floors"], *f["plain_floors"])]
     print(f"{f['files']:>10,} files {f['dirs']:>8,} dirs  run wall {wall:6.1f}s (median of {len(runs)}; "
-          f"{min(r.wall for r in runs):.1f}-{max(r.wall for r in runs):.1f})  floor {floor:5.1f}s  "
-          f"run/floor x{median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})  "
-          f"{1000 * wall / max(f['dirs'], 1):6.2f}s/1k dirs", flush=True)
-    plain = median([p.wall for p in f["plain_floors"]])
-    plain_ratios = sorted(r.wall / p.wall for r, p in zip(runs, f["plain_floors"], strict=True))
-    print(f"    floor without the class archive {plain:5.1f}s  run/that floor x{median(plain_ratios):.2f} "
-          f"({plain_ratios[0]:.2f}-{plain_ratios[-1]:.2f})  (class_archive: {archive_state()})")
+          f"{min(r.wall for r in runs):.1f}-{max(r.wall for r in runs):.1f}) CPU {median([r.cpu for r in runs]):.1f}s  "
+          f"{1000 * wall / max(f['dirs'], 1):6.2f}s/1k dirs  load average {min(loads):.1f}-{max(loads):.1f}",
+          flush=True)
+    for label, floors in (("floor without the class archive", f["plain_floors"]),
+                          (f"floor with the class archive ({archive_state()})", f["floors"])):
+        walls, cpus = pair_ratios(runs, floors, "wall"), pair_ratios(runs, floors, "cpu")
+        print(f"    {label}: wall {median([x.wall for x in floors]):5.1f}s CPU {median([x.cpu for x in floors]):5.1f}s"
+              f"  run/floor wall x{median(walls):.2f} ({walls[0]:.2f}-{walls[-1]:.2f})"
+              f"  CPU x{median(cpus):.2f} ({cpus[0]:.2f}-{cpus[-1]:.2f})")
     print(f"    Python driver {max(r.driver_rss_kib for r in runs) / 1024:5.0f} MiB, "
           f"JVM driver {max(r.jvm_rss_kib for r in runs) / 1024:5.0f} MiB (peak RSS); generate {f['generated_s']:.0f}s")
     steps = defaultdict(list)
