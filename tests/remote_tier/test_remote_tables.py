@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -180,6 +181,12 @@ def runs(spark, tmp_path_factory) -> dict:
     out["store"], out["inventory"] = _run(spark, tmp, "inventory", {
         **aiven, "location": "s3://tier-bucket", "inventory_manifest": str(manifest),
         "inventory_data_root": str(tmp / "report")})
+    damaged = tmp / "damaged"
+    shutil.copytree(tmp / "report", damaged)
+    (damaged / "data" / "part-1.parquet").write_bytes(b"PAR1 not parquet")
+    _, out["damaged"] = _run(spark, tmp, "damaged", {
+        **aiven, "owned_prefix": "", "location": "s3://tier-bucket",
+        "inventory_manifest": str(damaged / "manifest.json"), "inventory_data_root": str(damaged)})
     return out
 
 
@@ -224,7 +231,7 @@ def test_aiven_layout_error_key_is_an_error_row_and_owned_prefix_limits_the_plan
 def test_two_clusters_in_one_warehouse_keep_their_remote_rows_apart(runs) -> None:
     store = runs["store"]
     for table in ("remote_objects", "remote_log_segments", "remote_findings"):
-        per = {c: _rows(store, table, c) for c in ("local", "aiven", "inventory")}
+        per = {c: _rows(store, table, c) for c in ("local", "aiven", "inventory", "damaged")}
         assert all(per.values()) and all({r["cluster"] for r in rows} == {c} for c, rows in per.items())
         assert of_run(store, table, None, RUN).count() == sum(map(len, per.values()))  # none replaced another's
     local_keys = {r["key"] for r in _rows(store, "remote_objects", "local")}
@@ -241,3 +248,15 @@ def test_an_inventory_gives_what_the_listing_gives(runs) -> None:
     for table in ("remote_objects", "remote_log_segments", "remote_findings"):
         assert without_cluster(table, "inventory") == without_cluster(table, "aiven"), table
     assert runs["inventory"].counts["inventory_files"] == 2
+
+
+def test_an_unreadable_inventory_file_plans_nothing(runs) -> None:
+    """Half the report cannot be read: the other half's segments would miss keys, so nothing is plannable."""
+    store = runs["store"]
+    [failure] = [r for r in _rows(store, "remote_objects", "damaged") if r["object_kind"] == "listing_failure"]
+    assert failure["key"] == "inventory:data/part-1.parquet" and "could not be listed" in failure["error"]
+    findings = _rows(store, "remote_findings", "damaged")
+    assert findings and not any(r["plannable"] for r in findings)
+    assert all("listing is incomplete" in r["reason"] for r in findings if r["class"] != "remote_ok")
+    assert runs["damaged"].counts["listing_failures"] == 1
+    assert any("remote listing incomplete" in n for n in runs["damaged"].notes)
