@@ -28,7 +28,7 @@ from pipelines.remote_tier.events import SegmentState
 from pipelines.remote_tier.metadata_writer import write_metadata_replica
 from pipelines.tables.warehouse_store import warehouse_store
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.second_tier]  # four Spark step runs: ~15 min at load ~30 here
 
 S = SegmentState
 LIVE, GONE, META = uid(1), uid(2), uid(9)
