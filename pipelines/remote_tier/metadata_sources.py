@@ -128,14 +128,22 @@ def event_row(e: SegmentEvent | PartitionDeleteEvent) -> dict[str, Any]:
             "leader_epochs": json.dumps([list(p) for p in e.leader_epochs]) if e.full else None}
 
 
-def event_of_row(row: Mapping[str, Any]) -> SegmentEvent | PartitionDeleteEvent:
-    """:func:`event_row` back to the event (exactly: a round trip is the identity but for custom metadata)."""
-    topic_id = Uuid.from_string(row["topic_id"])
+def event_of_row(row: Mapping[str, Any], ids: dict[str, Uuid] | None = None) -> SegmentEvent | PartitionDeleteEvent:
+    """:func:`event_row` back to the event (exactly: a round trip is the identity but for custom metadata).
+    ``ids``: Uuids already parsed, by text (a group's events share their topic id, a segment's events its id)."""
+    ids = {} if ids is None else ids
+
+    def uuid(text: str) -> Uuid:
+        if text not in ids:
+            ids[text] = Uuid.from_string(text)
+        return ids[text]
+
+    topic_id = uuid(row["topic_id"])
     if row["segment_id"] is None:
         return PartitionDeleteEvent(row["topic"], topic_id, row["partition"], row["state"], row["broker_id"],
                                     row["event_ms"], row["metadata_partition"], row["offset"])
     epochs = tuple((e, o) for e, o in json.loads(row["leader_epochs"])) if row.get("leader_epochs") else ()
-    return SegmentEvent(row["topic"], topic_id, row["partition"], Uuid.from_string(row["segment_id"]), row["state"],
+    return SegmentEvent(row["topic"], topic_id, row["partition"], uuid(row["segment_id"]), row["state"],
                         row["broker_id"], row["event_ms"], bool(row["full"]), start_offset=row.get("start_offset"),
                         end_offset=row.get("end_offset"), size=row.get("size"),
                         max_timestamp_ms=row.get("max_timestamp_ms"), leader_epochs=epochs,
@@ -144,5 +152,6 @@ def event_of_row(row: Mapping[str, Any]) -> SegmentEvent | PartitionDeleteEvent:
 
 def events_in_order(rows: Iterable[Mapping[str, Any]]) -> Iterator[SegmentEvent | PartitionDeleteEvent]:
     """Events of rows in (metadata partition, offset) order: the order replay needs."""
+    ids: dict[str, Uuid] = {}
     for row in sorted(rows, key=lambda r: (r["metadata_partition"], r["offset"])):
-        yield event_of_row(row)
+        yield event_of_row(row, ids)
