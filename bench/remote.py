@@ -237,7 +237,8 @@ def read_spark(out: Path, metadata: bool) -> dict:
         meta_dir.mkdir(exist_ok=True)
     config = config_from_dict({
         "cluster": "bench", "warehouse": str(out / "warehouse"),
-        "remote_tier": {"layout": "aiven", "location": f"s3://{BUCKET}/{ROOT}", "owned_prefix": "",
+        "remote_tier": {"layout": "aiven", "location": f"s3://{BUCKET}", "prefix": f"{ROOT}/",
+                        "owned_prefix": f"{ROOT}/",
                         "inventory_manifest": str(out / "report" / "manifest.json"),
                         "inventory_data_root": str(out), "metadata": {"source": str(meta_dir)}}})
     store = warehouse_store(config.warehouse, engine="spark", spark=spark)

@@ -71,8 +71,8 @@ class RemoteTierConfig(_Strict):
     storage_options: dict[str, Any] = Field(default_factory=dict, description="for s3:// the warehouse's spellings"
                                             " (endpoint, region, aws_access_key_id...) over the AWS_* variables;"
                                             " other schemes: their fsspec options")
-    owned_prefix: str | None = Field(default=None, description="the folder of location this cluster owns (relative;"
-                                     " \"\" claims all of location); unset: nothing remote is planned")
+    owned_prefix: str | None = Field(default=None, description="the folder of location this cluster owns (relative);"
+                                     " unset: nothing remote is planned")
     quarantine_prefix: str = Field(default="", description="where the remote executor quarantines objects; default"
                                    " <location>/.logdir-gc-quarantine/")
     metadata: RemoteMetadataConfig = RemoteMetadataConfig()
@@ -102,9 +102,10 @@ class RemoteTierConfig(_Strict):
     @field_validator("owned_prefix")
     @classmethod
     def _owned(cls, v: str | None) -> str | None:
-        if v is None or v == "":  # "": this cluster owns everything below location (said explicitly)
-            return v
-        return _relative_folder(v, "owned_prefix")
+        if v == "":
+            raise ValueError("owned_prefix must name a folder of location (the remote executor refuses an empty"
+                             " one); to claim everything, point location one folder up")
+        return None if v is None else _relative_folder(v, "owned_prefix")
 
     @field_validator("prefix")
     @classmethod

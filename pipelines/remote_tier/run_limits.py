@@ -24,7 +24,7 @@ def _blockers(f: RemoteFinding, owned_prefix: str | None, incomplete: str | None
     if f.class_name not in PLANNABLE_REMOTE_CLASSES:
         return []
     out = []
-    if owned_prefix is None:
+    if not owned_prefix:
         out.append("remote_tier.owned_prefix is unset (nothing remote is planned)")
     else:
         outside = [k for k in f.keys if not k.startswith(owned_prefix)]

@@ -27,7 +27,6 @@ def test_unset_means_no_remote_tier_and_defaults_are_safe() -> None:
     assert tier.relative_quarantine() == ".logdir-gc-quarantine/"
     assert tier.metadata.source is None and tier.metadata.bootstrap_servers is None
     assert config_from_dict(_tier(owned_prefix="cluster-a")).remote_tier.owned_prefix == "cluster-a/"
-    assert config_from_dict(_tier(owned_prefix="")).remote_tier.owned_prefix == ""  # all of location, said explicitly
 
 
 @pytest.mark.parametrize(("tier", "fragment"), [
@@ -39,6 +38,7 @@ def test_unset_means_no_remote_tier_and_defaults_are_safe() -> None:
     ({"location": "/rsm", "inventory_manifest": "s3://inv/manifest.json"}, "inventory_manifest"),
     ({"owned_prefix": "../other-cluster"}, "owned_prefix"),
     ({"owned_prefix": "/abs"}, "owned_prefix"),
+    ({"owned_prefix": ""}, "must name a folder"),
     ({"prefix": "/abs"}, "prefix"),
     ({"quarantine_prefix": "/local/q"}, "quarantine_prefix"),
     ({"metadata": {"source": "/copy", "bootstrap_servers": "h:9092"}}, "at most one"),

@@ -32,9 +32,10 @@ def test_the_segments_are_plannable_on_their_own() -> None:
 
 
 def test_without_owned_prefix_nothing_is_plannable() -> None:
-    out = list(limit_findings(_deleted_topic_findings(), owned_prefix=None))
-    assert not any(f.plannable for f in out)
-    assert all("not plannable: " in f.reason and "owned_prefix is unset" in f.reason for f in out)
+    for unset in (None, ""):
+        out = list(limit_findings(_deleted_topic_findings(), owned_prefix=unset))
+        assert not any(f.plannable for f in out)
+        assert all("not plannable: " in f.reason and "owned_prefix is unset" in f.reason for f in out)
 
 
 def test_a_segment_with_a_key_outside_owned_prefix_is_not_plannable() -> None:
@@ -44,7 +45,8 @@ def test_a_segment_with_a_key_outside_owned_prefix_is_not_plannable() -> None:
 
 
 def test_an_incomplete_listing_plans_nothing() -> None:
-    out = list(limit_findings(_deleted_topic_findings(), owned_prefix="", incomplete="1 folder could not be read"))
+    out = list(limit_findings(_deleted_topic_findings(), owned_prefix=f"gone-{T}/",
+                              incomplete="1 folder could not be read"))
     assert not any(f.plannable for f in out) and all("listing is incomplete" in f.reason for f in out)
 
 

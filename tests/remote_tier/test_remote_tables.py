@@ -185,7 +185,7 @@ def runs(spark, tmp_path_factory) -> dict:
     shutil.copytree(tmp / "report", damaged)
     (damaged / "data" / "part-1.parquet").write_bytes(b"PAR1 not parquet")
     _, out["damaged"] = _run(spark, tmp, "damaged", {
-        **aiven, "owned_prefix": "", "location": "s3://tier-bucket",
+        **aiven, "owned_prefix": "tiered/", "location": "s3://tier-bucket",
         "inventory_manifest": str(damaged / "manifest.json"), "inventory_data_root": str(damaged)})
     return out
 
