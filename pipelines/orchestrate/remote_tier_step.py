@@ -54,6 +54,9 @@ def metadata_sources(config: AppConfig) -> tuple[list[ReplicaSource], list[str]]
                 sources += find_replicas(log_dir, broker.storage_options)
             except (OSError, ValueError) as exc:
                 notes.append(f"broker {broker.broker_id} log dir {log_dir}: not searched for {METADATA_TOPIC} ({exc})")
+    if not sources:
+        notes.append(f"no {METADATA_TOPIC}-N directory in the brokers' log dirs: every remote segment is untracked"
+                     " and may be unrecorded (copy the replicas and set remote_tier.metadata.source)")
     return sources, notes
 
 

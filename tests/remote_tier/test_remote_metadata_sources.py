@@ -41,6 +41,8 @@ def test_replicas_are_found_in_every_brokers_log_dirs(tmp_path: Path) -> None:
     assert [(s.url, s.metadata_partition) for s in sources] == [(f"{a}/__remote_log_metadata-3", 3),
                                                                (f"{b}/__remote_log_metadata-3", 3)]
     assert notes == []
+    bare = config.model_copy(update={"brokers": config.brokers[:0]})
+    assert metadata_sources(bare)[0] == [] and "every remote segment is untracked" in metadata_sources(bare)[1][0]
 
 
 def test_a_configured_source_wins_and_bootstrap_servers_is_one_config_line(tmp_path: Path) -> None:
