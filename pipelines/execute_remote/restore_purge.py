@@ -64,7 +64,7 @@ def restore_remote(config: AppConfig, store: TableStore, plan_id: str, *, item_i
     if not execute:
         for iid, h in sorted(histories(journal, plan_id).items()):
             if iid[1] in items and h.state == QUARANTINED:
-                report.paths[iid[1]] = min(h.copied())
+                report.paths[iid[1]] = min(h.copied(), default=iid[1])
                 why = _restore_blocker(tools.tier, h)
                 if why is None:
                     report.restored.append(iid[1])
@@ -78,7 +78,7 @@ def restore_remote(config: AppConfig, store: TableStore, plan_id: str, *, item_i
         for (_, iid), h in sorted(history.items()):
             if iid not in items or h.state != QUARANTINED:
                 continue
-            report.paths[iid] = min(h.copied())
+            report.paths[iid] = min(h.copied(), default=iid)
             _restore_segment(journal, plan_id, iid, h, tools.tier, report)
         now = histories(journal, plan_id)
         states = [now.get((plan_id, i.item_id), SegmentHistory()).state for i in plan.items if i.is_remote]
@@ -171,7 +171,7 @@ def purge_remote(config: AppConfig, *, older_than_ms: int | None = None, execute
             size = sum(int(f.get("size", 0)) for f in h.copied().values())
             if execute and not _purge_copies(journal, pid, iid, h, tools.tier, report):
                 continue
-            report.items.append(PurgedItem(pid, iid, min(h.copied()), size, len(h.copied())))
+            report.items.append(PurgedItem(pid, iid, min(h.copied(), default=iid), size, len(h.copied())))
             report.expected_bytes += size
     if execute and report.items:
         report.problems += _versioning_note(tools.tier, report.expected_bytes)
