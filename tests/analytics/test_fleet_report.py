@@ -118,11 +118,6 @@ def test_capacity_notebook_without_cluster_is_the_fleet(fleet_wh: Path, tmp_path
     assert "fleet of 3 clusters" in stream_text(nb)
     assert "<script>" not in "".join(html_outputs(nb))
 
-    nb = run_notebook(notebooks / "capacity_analysis.ipynb",
-                      {"warehouse": str(fleet_wh), "cluster": "west", "run_id": None, "figures_out": str(out)})
-    assert json.loads(out.read_text())["cluster"] == "west"
-    assert len([h for h in html_outputs(nb) if h.startswith("<figure")]) == 10
-
 
 def test_clusters_stay_apart_when_their_run_ids_coincide(tmp_path: Path) -> None:
     """Run ids from before they were unique: ``run-2`` is A's newest run and B's older one (merged warehouses)."""
