@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from pipelines.orchestrate.run_status import SUCCEEDED
 from pipelines.simulate import PRESETS, ClusterSpec, generate
 from pipelines.tables.base import TableStore
 
@@ -56,11 +57,12 @@ def make_cluster(root: Path, name: str, seed: int, warehouse: str, extra: dict[s
     return config
 
 
-def run_at_once(configs: dict[str, Path], run_id: str, env: dict[str, str], timeout: float = 1500) -> list[Outcome]:
-    """``logdir-gc run --json`` of every config, all started before any is waited for."""
+def run_at_once(configs: dict[str, Path], env: dict[str, str], timeout: float = 2400) -> list[Outcome]:
+    """``logdir-gc run --json`` of every config, all started before any is waited for (each run makes its own run
+    id, as scheduled runs do: all from the same second)."""
     procs = {name: subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli.main", "run", "--config", str(path), "--run-id", run_id,
-         "--now", NOW.isoformat(), "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "pipelines.cli.main", "run", "--config", str(path), "--now", NOW.isoformat(),
+         "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for name, path in configs.items()}
     outcomes = []
     for name, proc in procs.items():
@@ -74,8 +76,7 @@ def _keys(store: TableStore, table: str, where: dict[str, Any], columns: tuple[s
     return Counter(tuple(r[c] for c in columns) for r in store.read_rows(table, where, columns=columns))
 
 
-def assert_each_cluster_once(store: TableStore, outcomes: list[Outcome], run_id: str,
-                             log_dirs: dict[str, int]) -> None:
+def assert_each_cluster_once(store: TableStore, outcomes: list[Outcome], log_dirs: dict[str, int]) -> None:
     """Every run succeeded, and each table holds each cluster's rows exactly once: none lost, none doubled.
 
     ``log_dirs``: cluster → the number of log dirs its config lists.
@@ -83,10 +84,10 @@ def assert_each_cluster_once(store: TableStore, outcomes: list[Outcome], run_id:
     failed = {o.cluster: (o.code, o.stderr.strip().splitlines()[-3:]) for o in outcomes if o.code != 0}
     assert not failed, failed
     for outcome in outcomes:
-        run = {"cluster": outcome.cluster, "run_id": run_id}
+        run = {"cluster": outcome.cluster, "run_id": outcome.report["run_id"]}
         counts = {step: outcome.report["steps"][step]["counts"] for step in ("ingest_metadata", "detect")}
         assert [r["status"] for r in store.read_rows("crawl_runs", run)] in (["ok"], ["partial"]), outcome.cluster
-        assert [r["status"] for r in store.read_rows("ingest_runs", run)] == ["ok"], outcome.cluster
+        assert [r["status"] for r in store.read_rows("ingest_runs", run)] == [SUCCEEDED], outcome.cluster
         dirs = _keys(store, "partition_dirs", run, ("broker_id", "log_dir", "dir_name"))
         findings = _keys(store, "findings", run, ("broker_id", "log_dir", "dir_name"))
         assert dirs and set(dirs.values()) == {1}, (outcome.cluster, dirs.most_common(2))
