@@ -134,6 +134,7 @@ class RustTableStore(TableStore):
         self.check_writer(schema)
         self._schemas[schema.name] = schema
         if self.exists(schema):
+            self._add_missing_columns(schema)
             return False
         try:
             self._guarded(lambda: DeltaTable.create(
@@ -150,6 +151,18 @@ class RustTableStore(TableStore):
                 return False
             raise exc
         return True
+
+    def _add_missing_columns(self, schema: TableSchema) -> None:
+        """Add the declared columns an existing table lacks (nullable; older rows read as null), as the Spark store's
+        ``mergeSchema`` writes do: a warehouse written by an older version takes the new columns' rows."""
+        from deltalake.schema import Field
+
+        opened = self._open(schema)
+        have = {f.name for f in opened.schema().fields}
+        missing = [f for f in schema.to_arrow() if f.name not in have]
+        if missing:
+            fields = [Field.from_arrow(pa.field(f.name, f.type, nullable=True)) for f in missing]
+            self._retrying(lambda: opened.alter.add_columns(fields))
 
     def append(self, table: TableRef, rows: Any) -> None:
         self.check_writer(table)

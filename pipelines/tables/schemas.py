@@ -263,6 +263,10 @@ GC_PLAN_ITEMS = _t(
     ("plan_id", "string"), ("item_id", "string"), ("cluster", "string"), *_WHERE, ("dir_name", "string"),
     ("topic", "string"), ("partition", "int"), ("topic_id", "string"), ("class", "string"), ("bytes", "long"),
     ("fingerprint", "string"), ("reason", "string"),
+    ("kind", "string", "log_dir (a partition dir of `broker_id`) | remote_segment (a remote-tier segment; `broker_id`"
+                       " 2147483647, no `log_dir`); null in rows written before remote items: log_dir"),
+    ("segment_id", "string", "remote_segment: the segment's id (base64url Uuid)"),
+    ("start_offset", "long", "remote_segment: the segment's start offset"),
 )
 
 GC_PLAN_AUDIT = _t(
