@@ -11,7 +11,8 @@ from pipelines.analytics.plots import _BLUE, _GREY, _ORANGE, _RED, Chart, _empty
 __all__ = ["plot_fleet_disk", "plot_fleet_growth", "plot_fleet_over_time", "plot_fleet_reclaimable"]
 
 
-#: Bars per cluster chart: the largest clusters, the rest as one bar (the tables beside the charts list them all).
+#: Bars per cluster chart: the largest clusters (the tables beside the charts list them all; the takeaways count
+#: every cluster). One bar summing the rest would dwarf them all.
 CHART_CLUSTERS = 20
 
 
@@ -19,14 +20,12 @@ def _height(rows: int) -> float:
     return max(2.5, 0.28 * rows + 1)
 
 
-def _largest(df: pd.DataFrame, by: str, columns: list[str]) -> pd.DataFrame:
-    """The ``CHART_CLUSTERS`` rows with the largest ``by``, then one ``N other clusters`` row summing ``columns``."""
+def _largest(df: pd.DataFrame, by: str, title: str) -> tuple[pd.DataFrame, str]:
+    """The ``CHART_CLUSTERS`` rows with the largest ``by`` and the title saying so when some are left out."""
     if len(df) <= CHART_CLUSTERS:
-        return df
-    ranked = df.sort_values([by, "cluster"], ascending=[False, True])
-    top, rest = ranked.head(CHART_CLUSTERS - 1), ranked.iloc[CHART_CLUSTERS - 1:]
-    other = {"cluster": f"{len(rest)} other clusters", **{c: rest[c].sum() for c in columns}}
-    return pd.concat([top[["cluster", *columns]], pd.DataFrame([other])], ignore_index=True)
+        return df, title
+    top = df.sort_values([by, "cluster"], ascending=[False, True]).head(CHART_CLUSTERS)
+    return top, f"{title}: the {CHART_CLUSTERS} largest of {len(df)}"
 
 
 def plot_fleet_disk(df: pd.DataFrame) -> Chart:
@@ -34,8 +33,8 @@ def plot_fleet_disk(df: pd.DataFrame) -> Chart:
     title = "Disk by cluster (newest run of each)"
     if df.empty:
         return _empty("fleet_disk", title, "no crawl runs in this warehouse")
-    bars = _largest(df, "bytes", ["bytes", "live_bytes"])
-    fig, ax = _figure(title, height=_height(len(bars)))
+    bars, shown_title = _largest(df, "bytes", title)
+    fig, ax = _figure(shown_title, height=_height(len(bars)))
     labels = _labels(bars["cluster"])[::-1]
     div, unit = _unit(bars["bytes"])
     live = (bars["live_bytes"] / div)[::-1]
@@ -56,8 +55,8 @@ def plot_fleet_reclaimable(df: pd.DataFrame) -> Chart:
     title = "Reclaimable bytes by cluster"
     if df.empty or not df["reclaimable_bytes"].any():
         return _empty("fleet_reclaimable", title, "nothing reclaimable in any cluster")
-    bars = _largest(df, "reclaimable_bytes", ["reclaimable_bytes", "plannable_bytes"])
-    fig, ax = _figure(title, height=_height(len(bars)))
+    bars, shown_title = _largest(df, "reclaimable_bytes", title)
+    fig, ax = _figure(shown_title, height=_height(len(bars)))
     labels = _labels(bars["cluster"])[::-1]
     div, unit = _unit(bars["reclaimable_bytes"])
     now = (bars["plannable_bytes"] / div)[::-1]

@@ -136,3 +136,18 @@ def test_clusters_stay_apart_when_their_run_ids_coincide(tmp_path: Path) -> None
         assert figs["by_cluster"][cluster]["run_id"] == run
         assert figs["by_cluster"][cluster]["partition_dirs"] == len(dirs)
         assert figs["by_cluster"][cluster]["total_bytes"] == sum(r["bytes"] for r in dirs)
+
+
+def test_cluster_charts_draw_the_largest_clusters_and_count_them_all() -> None:
+    import pandas as pd
+
+    df = pd.DataFrame({"cluster": [f"c{i:02d}" for i in range(25)], "bytes": [1000 * (i + 1) for i in range(25)],
+                       "live_bytes": [900 * (i + 1) for i in range(25)], "partition_dirs": [10] * 25})
+    df["share"] = df["bytes"] / df["bytes"].sum()
+    chart = a.plot_fleet_disk(df)
+    assert chart.title == "Disk by cluster (newest run of each)"
+    assert chart.figure.axes[0].get_title(loc="left") == "Disk by cluster (newest run of each): the 20 largest of 25"
+    labels = [t.get_text() for t in chart.figure.axes[0].get_yticklabels()]
+    assert sorted(labels) == [f"c{i:02d}" for i in range(5, 25)]
+    assert chart.takeaway.startswith(f"25 clusters hold {a.human_bytes(df['bytes'].sum())} in 250 partition dirs; "
+                                     "the largest is c24")
