@@ -252,12 +252,13 @@ static int put_value(Buf *b, const Op *op, PyObject *x, PyObject *uuid_type) {
     if (x == Py_None) return PUTS(b, "null");
     if (op->kind < K_ARRAY) return put_scalar(b, op->kind, op->sub, x, uuid_type);
     if (!PyTuple_CheckExact(x) && !PyList_CheckExact(x)) return BAIL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(x);
-    PyObject **items = PySequence_Fast_ITEMS(x);
     if (PUTS(b, "[") != OK) return ERR;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    /* a struct element's default comparison may run Python code: the size and each item are read again */
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(x); i++) {
         if (i && PUTS(b, ", ") != OK) return ERR;
-        int rc = put_scalar(b, op->kind - K_ARRAY, op->sub, items[i], uuid_type);
+        PyObject *item = Py_NewRef(PySequence_Fast_GET_ITEM(x, i));
+        int rc = put_scalar(b, op->kind - K_ARRAY, op->sub, item, uuid_type);
+        Py_DECREF(item);
         if (rc != OK) return rc;
     }
     return PUTS(b, "]");

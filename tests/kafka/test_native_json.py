@@ -91,7 +91,7 @@ def records(draw: st.DrawFn) -> MetadataRecord:
     return decode_metadata_record(encode_metadata_record(MetadataRecord(api_key, version, spec.name, fields)))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(records(), min_size=1, max_size=4), st.integers(-(2**63), 2**63 - 1))
 def test_decoded_records_are_written_as_the_reference_writes_them(recs: list[MetadataRecord], offset: int) -> None:
     entries = [entry(r, offset) for r in recs]
