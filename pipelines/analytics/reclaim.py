@@ -51,8 +51,10 @@ def garbage_dirs(wh: Warehouse, run_id: str | None = None, *, include_protected:
     g["bytes"] = g["bytes"].fillna(0).astype("int64")
     g["plannable"] = g["plannable"].fillna(False).astype(bool)
     g["partition"] = g["partition"].astype("Int64")
-    names = former_topic_names(wh)
-    g = g.merge(names[["topic_id", "former_names", "removed_at"]], how="left", on="topic_id")
+    names = former_topic_names(wh)[["topic_id", "former_names", "removed_at"]]
+    # an empty side reads its ids as float64 (a warehouse with plans but no crawl run): ids are text on both sides
+    g["topic_id"], names["topic_id"] = g["topic_id"].astype(object), names["topic_id"].astype(object)
+    g = g.merge(names, how="left", on="topic_id")
     g["former_names"] = g["former_names"].map(lambda v: v if isinstance(v, list) else [])
     since = pd.to_datetime(g["garbage_since"], utc=True)
     at = pd.to_datetime(g["detected_at"], utc=True)

@@ -72,4 +72,5 @@ def report(warehouse: str, cluster: str | None, run_id: str | None, out: str) ->
     path = _write(out, page)
     figs = key_figures(wh, run_id)
     click.echo(f"wrote {shown(str(path), 1000)} ({len(page):,} bytes): cluster {shown(wh.cluster)}, "
-               f"run {shown(figs['run_id'])}, {figs['reclaimable_dirs']} reclaimable dirs")
+               f"{'run ' + shown(figs['run_id']) if figs['run_id'] else 'no crawl run yet'}, "
+               f"{figs['reclaimable_dirs']} reclaimable dirs")

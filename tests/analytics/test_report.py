@@ -89,6 +89,23 @@ def test_report_command(demo, tmp_path: Path, capsys) -> None:
     assert "name a cluster" in capsys.readouterr().err
 
 
+def test_a_warehouse_with_plans_but_no_crawl_run_reports_that(tmp_path: Path, capsys) -> None:
+    """An executor-side warehouse holds plans and no crawl run: a page saying so, not a pandas traceback."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "execute_remote"))
+    from remote_world import build_remote_world
+
+    from pipelines.config.models import PolicyConfig
+    from pipelines.plan import approval
+    from pipelines.tables.rust_engine import RustTableStore
+
+    world = build_remote_world(tmp_path / "tier", approve_plan=False)
+    approval.register_plan(RustTableStore(str(tmp_path / "wh")), world.plan, actor="detector", policy=PolicyConfig())
+    out = tmp_path / "report.html"
+    assert _report(["--warehouse", str(tmp_path / "wh"), "--out", str(out)]) == 0
+    assert "no crawl run yet, 0 reclaimable dirs" in capsys.readouterr().out
+    assert "No crawl runs in this warehouse yet." in out.read_text()
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
