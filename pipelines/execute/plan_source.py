@@ -127,17 +127,24 @@ def refusal_of(config: AppConfig, store: TableStore, record: approval.PlanRecord
     return None
 
 
+def recorded_plan(store: TableStore, plan_id: str,
+                  plan_file: str | Path | None = None) -> tuple[approval.PlanRecord, GcPlan]:
+    """The plan's ``gc_plans`` record and its items: from the record, or from ``plan_file`` when it hashes to the
+    recorded content (else PlanError)."""
+    record = approval.get_plan(store, plan_id)
+    if plan_file is None:
+        return record, record.plan()
+    from_file = read_plan_file(plan_file)
+    if compute_content_hash(from_file) != record.content_hash:
+        raise PlanError(f"plan file {plan_file} does not hash to the approved content {record.content_hash}")
+    return record, from_file
+
+
 def load_executable_plan(config: AppConfig, store: TableStore, plan_id: str, broker_id: int, *,
                          plan_file: str | Path | None = None,
                          now: datetime | None = None) -> tuple[GcPlan, approval.PlanRecord]:
     """The plan broker ``broker_id`` may apply, re-verified. Raises PlanError / PolicyViolation naming the rule."""
-    record = approval.get_plan(store, plan_id)
-    plan = record.plan()
-    if plan_file is not None:
-        from_file = read_plan_file(plan_file)
-        if compute_content_hash(from_file) != record.content_hash:
-            raise PlanError(f"plan file {plan_file} does not hash to the approved content {record.content_hash}")
-        plan = from_file
+    record, plan = recorded_plan(store, plan_id, plan_file)
     cluster_id = host_cluster_id(config, broker_id) if config.executor.require_signatures else None
     host = HostFacts(config.cluster, cluster_id, broker_id)
     refusal = refusal_of(config, store, record, plan, host, now or datetime.now(timezone.utc))

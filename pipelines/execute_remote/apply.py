@@ -28,7 +28,7 @@ from pipelines.execute.controller_check import ControllerCheck, load_controller_
 from pipelines.execute.faults import fault_point
 from pipelines.execute.journal import DONE, FAILED, INTENT, SKIPPED, Journal
 from pipelines.execute.observe import ItemSkipped
-from pipelines.execute.plan_source import read_plan_file, refusal_of
+from pipelines.execute.plan_source import recorded_plan, refusal_of
 from pipelines.execute.preconditions import HostRules
 from pipelines.execute_remote.recheck import load_remote_metadata, planned, verify_segment
 from pipelines.execute_remote.remote_journal import (
@@ -42,7 +42,7 @@ from pipelines.execute_remote.target import RemoteTarget, target_from_config
 from pipelines.execute_remote.tier_store import ObjectChanged, ObjectInfo, TierStore, copy_verdict
 from pipelines.plan import approval, broker_status
 from pipelines.plan import policy as rules
-from pipelines.plan.model import REMOTE_BROKER_ID, GcPlan, PlanItem, compute_content_hash
+from pipelines.plan.model import REMOTE_BROKER_ID, GcPlan, PlanItem
 from pipelines.remote_tier.replay import RemoteMetadataImage
 from pipelines.signing.decision import HostFacts
 from pipelines.tables.base import TableStore
@@ -68,13 +68,7 @@ def load_remote_plan(config: AppConfig, store: TableStore, plan_id: str, *, plan
     """The plan, re-verified as :func:`pipelines.execute.plan_source.load_executable_plan` does, for the remote
     part: signatures must cover broker :data:`REMOTE_BROKER_ID`; the cluster id is the signed plan's (there is no
     ``meta.properties`` here), the cluster name this host's. Raises PlanError / PolicyViolation naming the rule."""
-    record = approval.get_plan(store, plan_id)
-    plan = record.plan()
-    if plan_file is not None:
-        from_file = read_plan_file(plan_file)
-        if compute_content_hash(from_file) != record.content_hash:
-            raise PlanError(f"plan file {plan_file} does not hash to the approved content {record.content_hash}")
-        plan = from_file
+    record, plan = recorded_plan(store, plan_id, plan_file)
     host = HostFacts(config.cluster, None, REMOTE_BROKER_ID)
     refusal = refusal_of(config, store, record, plan, host, now or datetime.now(timezone.utc))
     if refusal is not None:
