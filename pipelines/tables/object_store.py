@@ -255,15 +255,3 @@ def _s3a_secrets(given: Mapping[str, str]) -> dict[str, str]:
     out = {names[k]: v for k, v in given.items() if k in names}
     out.update({k: v for k, v in given.items() if k.startswith("fs.s3a.") and is_secret_option(k)})
     return out
-
-
-#: Hadoop's s3a connector for delta-spark, resolved with the Delta jars: hadoop-aws of the Hadoop version pyspark
-#: 4.2 ships (hadoop-client 3.5.0) and the AWS SDK v2 modules it was built against (2.35.4), instead of the SDK's
-#: 690 MB ``bundle`` jar (excluded).
-HADOOP_VERSION = "3.5.0"
-AWS_SDK_VERSION = "2.35.4"
-S3A_PACKAGES = (
-    f"org.apache.hadoop:hadoop-aws:{HADOOP_VERSION}",
-    *(f"software.amazon.awssdk:{name}:{AWS_SDK_VERSION}" for name in ("s3", "sts", "s3-transfer-manager")),
-)
-S3A_EXCLUDES = ("software.amazon.awssdk:bundle",)

@@ -36,6 +36,7 @@ from pipelines.tables.class_archive import with_archive
 from pipelines.tables.commit_log_store import log_store_settings
 from pipelines.tables.jar_cache import (
     MAVEN_CENTRAL,
+    S3A_PACKAGES,
     JarsUnavailable,
     cache_dir,
     cached_jars,
@@ -49,7 +50,6 @@ from pipelines.tables.jar_cache import (
     maven_repo,
     record_resolved_jars,
 )
-from pipelines.tables.object_store import S3A_PACKAGES
 from pipelines.tables.start_failure import cause_in_log, log_size
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.tables import jar_cache, spark_session
-from pipelines.tables.object_store import S3A_PACKAGES
+from pipelines.tables.jar_cache import S3A_PACKAGES
 
 
 @pytest.fixture

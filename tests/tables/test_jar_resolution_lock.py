@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.tables import jar_cache
-from pipelines.tables.object_store import S3A_PACKAGES
+from pipelines.tables.jar_cache import S3A_PACKAGES
 
 # A second process about to start Spark: the jar settings it would start with.
 SECOND = """
