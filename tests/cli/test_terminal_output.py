@@ -113,11 +113,17 @@ def test_metadata_show_shows_hostile_topic_names_escaped(view: list[str], tmp_pa
         assert "gone\\x1b[1A\\u2066" in screen  # the deletion names the deleted topic
 
 
+def _output_lines(screen: str) -> list[str]:
+    """The screen's lines but the plans commands' warnings (stderr shares the terminal; with no config there is no
+    reviewers' trust file, which they warn about once)."""
+    return [line for line in screen.strip("\n").split("\n") if not line.startswith("logdir-gc plans: warning: ")]
+
+
 def test_plans_list_and_show_show_hostile_plan_fields_escaped(tmp_path: Path) -> None:
     warehouse = _hostile_warehouse(tmp_path)
     code, screen = on_terminal(["plans", "list", "--warehouse", str(warehouse)], tmp_path)
     _assert_clean(code, screen, expect=["p-1\\x0a# APPROVED by security\\x0d"])
-    assert len(screen.strip("\n").split("\n")) == 1  # one plan, one line
+    assert len(_output_lines(screen)) == 1  # one plan, one line
     code, screen = on_terminal(["plans", "show", HOSTILE_PLAN_ID, "--warehouse", str(warehouse)], tmp_path)
     _assert_clean(code, screen, expect=["gone\\x0d\\x0a\\| forged \\| row \\|-0", "mallory\\u202e",
                                         "ok\\x0a\\#\\# Approved\\u2066"])
@@ -135,7 +141,7 @@ def test_json_output_stays_exact_json(tmp_path: Path) -> None:
     code, screen = on_terminal(["plans", "show", HOSTILE_PLAN_ID, "--warehouse", str(warehouse), "--json"],
                                tmp_path)
     assert code == 0 and raw_controls(screen) == []
-    data = json.loads(screen)
+    data = json.loads("\n".join(_output_lines(screen)))
     assert data["plan_id"] == HOSTILE_PLAN_ID and data["plan"]["items"][0]["dir_name"] == "gone\r\n| forged | row |-0"
 
 
