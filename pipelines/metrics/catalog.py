@@ -39,6 +39,10 @@ CRAWL_ERRORS = _g("logdir_gc_crawl_errors", "crawl_errors rows of this run", "st
 STEP_DURATION = _g("logdir_gc_step_duration_seconds", "Wall time of each pipeline step, this run", "step")
 PLAN_ITEMS = _g("logdir_gc_plan_items", "Items in the plan this run emitted (0: no plan)", "class")
 PLAN_BYTES = _g("logdir_gc_plan_bytes", "Bytes in the plan this run emitted (0: no plan)", "class")
+REMOTE_BYTES = _g("logdir_gc_remote_bytes", "Remote-tier (KIP-405) bytes per class of remote segment, this run "
+                  "(the listing's sizes; remote_ok included)", "class")
+REMOTE_PLANNABLE_BYTES = _g("logdir_gc_remote_plannable_bytes", "Remote-tier bytes of plannable segments, this "
+                            "run", "class")
 CRAWLED_PARTITION_DIRS = _g("logdir_gc_crawled_partition_dirs", "Partition dirs the crawl listed, this run")
 RUN_TIMESTAMP = _g("logdir_gc_run_timestamp_seconds", "When the last run ended (Unix time)")
 RUN_SUCCESS = _g("logdir_gc_run_success", "1 when the last run completed every step and its crawl did not "
@@ -52,6 +56,7 @@ UNVERIFIED_DECISIONS = _g("logdir_gc_plan_unverified_decisions", "Decisions reco
                           "signature verifying under the reviewers' allowed_signers bears out (forged or unsigned)")
 
 RUN = (RECLAIMABLE_BYTES, RECLAIMABLE_DIRS, PLANNABLE_BYTES, UNEXPLAINED_BYTES, CRAWL_ERRORS, STEP_DURATION,
+       REMOTE_BYTES, REMOTE_PLANNABLE_BYTES,
        PLAN_ITEMS, PLAN_BYTES, CRAWLED_PARTITION_DIRS, RUN_TIMESTAMP, RUN_SUCCESS, LAST_SUCCESS, PLANS,
        UNVERIFIED_DECISIONS)
 PLAN_STATUSES = ("proposed", "approved", "rejected", "expired", "superseded", "applying", "applied",

@@ -80,6 +80,15 @@ def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_i
     counts = errors.groupby("stage").size().to_dict() if not errors.empty else {}
     for stage in sorted(set(m.CRAWL_STAGES) | set(counts)):
         families.set(m.CRAWL_ERRORS, int(counts.get(stage, 0)), cluster=cluster, stage=stage)
+    remote = wh.frame("remote_findings", {"run_id": run_id})  # none unless remote_tier is configured
+    if remote.empty:
+        families.set(m.REMOTE_BYTES, 0, cluster=cluster, **{"class": "none"})
+        families.set(m.REMOTE_PLANNABLE_BYTES, 0, cluster=cluster, **{"class": "none"})
+    for cls, g in remote.groupby("class"):
+        sizes = g["bytes"].fillna(0).astype("int64")
+        families.set(m.REMOTE_BYTES, int(sizes.sum()), cluster=cluster, **{"class": cls})
+        families.set(m.REMOTE_PLANNABLE_BYTES, int(sizes.where(g["plannable"].fillna(False).astype(bool), 0).sum()),
+                     cluster=cluster, **{"class": cls})
     items = wh.frame("gc_plan_items", {"plan_id": plan_id}) if plan_id else None
     if items is None or items.empty:
         families.set(m.PLAN_ITEMS, 0, cluster=cluster, **{"class": "none"})

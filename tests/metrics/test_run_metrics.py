@@ -125,3 +125,33 @@ def test_an_unreachable_pushgateway_is_a_note_not_a_failure(demo: DemoWarehouse,
     outcome = record_run(config, "run-2", DURATIONS, plan_id=demo.plans[1])
     assert outcome.pushed_to is None and Path(outcome.file).exists()
     assert len(outcome.notes) == 1 and "push to http://127.0.0.1:9 failed" in outcome.notes[0]
+
+
+def test_remote_tier_bytes_per_class_come_from_the_runs_remote_findings(demo: DemoWarehouse, tmp_path: Path) -> None:
+    """Remote bytes beside local bytes (issue 28 point 8): per class, all and plannable, this run's rows only."""
+    import shutil
+
+    from pipelines.tables.rust_engine import RustTableStore
+
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(demo.warehouse, warehouse)
+
+    def finding(run_id: str, cls: str, size: int | None, plannable: bool | None, n: int) -> dict[str, object]:
+        return {"run_id": run_id, "cluster": demo.cluster, "topic": "t", "topic_id": "AAAAAAAAAAAAAAAAAAAAAA",
+                "partition": 0, "segment_id": f"seg{n:019d}", "start_offset": n, "class": cls, "reason": "r",
+                "bytes": size, "objects": 3, "plannable": plannable, "garbage_since": None}
+
+    rows = [finding("run-2", "remote_deleted_topic", 100, True, 1),
+            finding("run-2", "remote_deleted_topic", 40, False, 2), finding("run-2", "remote_ok", 7, False, 3),
+            finding("run-2", "remote_copy_incomplete", None, None, 4),
+            finding("run-1", "remote_deleted_topic", 1000, True, 5)]  # another run: not this run's bytes
+    RustTableStore(str(warehouse), allow_foreign_tables=True).append("remote_findings", rows)
+    config = config_from_dict({"cluster": demo.cluster, "warehouse": str(warehouse),
+                               "metrics": {"dir": str(tmp_path / "m")}}, origin="test")
+    outcome = record_run(config, "run-2", DURATIONS, plan_id=demo.plans[1], now=1_700_000_000.0)
+    assert outcome.notes == []
+    _, samples = parse(Path(outcome.file).read_text())
+    got = {dict(k)["class"]: v for k, v in select(samples, "logdir_gc_remote_bytes").items()}
+    assert got == {"remote_deleted_topic": 140.0, "remote_ok": 7.0, "remote_copy_incomplete": 0.0}
+    plannable = {dict(k)["class"]: v for k, v in select(samples, "logdir_gc_remote_plannable_bytes").items()}
+    assert plannable == {"remote_deleted_topic": 100.0, "remote_ok": 0.0, "remote_copy_incomplete": 0.0}
