@@ -44,6 +44,7 @@ from pipelines.analytics.plots import (
     plot_top_topics,
 )
 from pipelines.analytics.reclaim import former_topic_names, garbage_dirs, reclaimable_by_broker, reclaimable_by_class
+from pipelines.analytics.remote_bytes import remote_by_class, remote_by_topic
 from pipelines.analytics.report import key_figures, render_report
 from pipelines.analytics.review import (
     decision_commands,
@@ -120,6 +121,8 @@ __all__ = [
     "reclaimable_by_broker",
     "reclaimable_by_class",
     "reclaimable_over_time",
+    "remote_by_class",
+    "remote_by_topic",
     "render_report",
     "review_policy",
     "review_state",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipelines.analytics import capacity, ledger, plots, reclaim, review, trends
+from pipelines.analytics import capacity, ledger, plots, reclaim, remote_bytes, review, trends
 from pipelines.analytics.fmt import human_bytes, pct
 from pipelines.analytics.warehouse import Warehouse
 from pipelines.errors import PlanError
@@ -98,6 +98,12 @@ def report_sections(wh: Warehouse, run_id: str | None = None) -> list[Section]:
     sections.insert(6, Section("Garbage directories", None, garbage.drop(columns=["reason"]),
                                "Former names come from the durable metadata_events history; garbage_days is the "
                                "grace clock (days since the metadata event that made the dir garbage)."))
+    remote = remote_bytes.remote_by_class(wh, run)
+    if not remote.empty:  # a tiered cluster with remote_tier: configured
+        sections.append(Section("Remote tier (KIP-405) by class", None, remote,
+                                "Bytes of the run's remote segments as listed in the tier (remote_ok included); "
+                                "plannable_bytes: segments a plan may hold."))
+        sections.append(Section("Remote tier: top topics", None, remote_bytes.remote_by_topic(wh, run), ""))
     plan = _plan_section(wh)
     if plan is not None:
         sections.append(plan)

@@ -106,6 +106,36 @@ def test_a_warehouse_with_plans_but_no_crawl_run_reports_that(tmp_path: Path, ca
     assert "No crawl runs in this warehouse yet." in out.read_text()
 
 
+def test_remote_tier_bytes_appear_beside_the_local_ones(demo, tmp_path: Path) -> None:
+    """A tiered cluster's report shows its remote bytes per class and per topic, from the run's remote_findings."""
+    from pipelines.tables.rust_engine import RustTableStore
+
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(demo.warehouse, warehouse)
+    run = a.open_warehouse(str(warehouse), "demo").latest_run()
+
+    def finding(cls: str, topic: str, size: int, plannable: bool, n: int, run_id: str = run) -> dict[str, object]:
+        return {"run_id": run_id, "cluster": "demo", "topic": topic, "topic_id": "AAAAAAAAAAAAAAAAAAAAAA",
+                "partition": 0, "segment_id": f"seg{n}", "start_offset": n, "class": cls, "reason": "r",
+                "bytes": size, "objects": 3, "plannable": plannable, "garbage_since": None}
+
+    RustTableStore(str(warehouse), allow_foreign_tables=True).append("remote_findings", [
+        finding("remote_deleted_topic", "gone", 3 * 2**30, True, 1),
+        finding("remote_deleted_topic", "gone", 2**30, False, 2),
+        finding("remote_ok", "orders", 5 * 2**30, False, 3),
+        finding("remote_ok", "orders", 7 * 2**40, False, 4, "old-run")])
+    wh = a.open_warehouse(str(warehouse), "demo")
+    by_class = a.remote_by_class(wh).set_index("class")
+    assert by_class.loc["remote_deleted_topic", ["segments", "bytes", "plannable_bytes"]].tolist() == [2, 4 * 2**30,
+                                                                                                        3 * 2**30]
+    assert by_class.loc["remote_ok", "bytes"] == 5 * 2**30  # the other run's segment is not this run's
+    assert a.remote_by_topic(wh)["topic"].tolist() == ["orders", "gone"]
+    page = a.render_report(wh)
+    assert "Remote tier (KIP-405) by class" in page and "Remote tier: top topics" in page
+    assert "remote_deleted_topic" in page and "4.0 GiB" in page
+    assert "Remote tier" not in a.render_report(a.open_warehouse(str(demo.warehouse), "demo"))
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
