@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pipelines.config.models import PolicyConfig
 from pipelines.errors import StorageUnavailable
@@ -50,13 +51,21 @@ def test_plans_workflow_in_a_bucket_with_only_the_aws_variables(bucket: Bucket, 
     plan_file = tmp_path / "p1.json"
     p1 = plan("p1", author="alice", created_at=datetime.now(timezone.utc))
     plan_file.write_text(p1.model_copy(update={"cluster_id": "MkU3OEVBNTcwNTJENDM2Qg"}).with_hash().to_json())
-    assert cli("plans", "register", str(plan_file), "--warehouse", wh, env=env).returncode == 0
-    key = Keyring(tmp_path / "trust").key("bob")  # approvals are signed, as in production
-    approved = cli("plans", "approve", "p1", "--by", "bob", "--key", str(key), "--warehouse", wh, "--json", env=env)
+    keys = Keyring(tmp_path / "trust")  # approvals are signed and judged by the reviewers' trust file, as in production
+    alice, bob = keys.key("alice"), keys.key("bob")
+    keys.allow("alice", "alice")
+    keys.allow("bob", "bob")
+    config = tmp_path / "reviewers.yaml"
+    config.write_text(yaml.safe_dump({"cluster": p1.cluster, "warehouse": wh,
+                                      "signing": {"allowed_signers": str(keys.allowed_signers)}}))
+    c = ("--config", str(config))
+    registered = cli("plans", "register", str(plan_file), "--key", str(alice), *c, env=env)
+    assert registered.returncode == 0, registered.stderr
+    approved = cli("plans", "approve", "p1", "--by", "bob", "--key", str(bob), *c, "--json", env=env)
     assert approved.returncode == 0, approved.stderr
     assert json.loads(approved.stdout)["status"] == "approved"
     assert any(k.startswith("wh/gc_plan_audit/_delta_log/") for k in bucket.keys("wh/"))
-    shown = cli("plans", "show", "p1", "--warehouse", wh, env=env)
+    shown = cli("plans", "show", "p1", *c, env=env)
     assert shown.returncode == 0 and "bob" in shown.stdout
 
 
