@@ -38,6 +38,7 @@ def test_demo_is_quiet_starts_on_cached_jars_and_leaves_nothing_behind(demo_run:
     assert not any((demo_run.out / name).exists() for name in SPARK_DEBRIS)
 
 
+@pytest.mark.second_tier  # ~47 s in CI: a whole failed Spark run in a fresh process
 def test_run_on_a_failed_crawl_exits_non_zero_with_one_line_and_verbose_shows_spark(tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
     done = run_cli(["run", "--logdir", f"1={tmp_path / 'no-such-log-dir'}", "--warehouse", str(warehouse),

@@ -115,6 +115,7 @@ def test_the_demo_runs_in_the_bucket_and_the_executor_applies_its_plan(demo: Dem
     assert done == {i.item_id for i in mine}
 
 
+@pytest.mark.second_tier  # ~66 s in CI: a second Spark run; the demo above keeps the bucket in make test
 def test_scheduled_jobs_read_inventories_and_a_metadata_log_copy_from_the_bucket(
         spark: Any, demo: DemoInBucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import jobs.crawl
@@ -158,6 +159,7 @@ def test_scheduled_jobs_read_inventories_and_a_metadata_log_copy_from_the_bucket
     assert plan["status"] == "proposed"
 
 
+@pytest.mark.second_tier  # ~88 s in CI: two more Spark runs; delta-rs' throttling is in test_s3_delta_rs
 def test_a_store_throttling_mid_run_fails_the_run_cleanly_and_a_rerun_recovers(
         spark: Any, demo: DemoInBucket, caplog: pytest.LogCaptureFixture) -> None:
     from pipelines.orchestrate import run_pipeline
@@ -213,6 +215,7 @@ MIRROR = ("import sys\nfrom pathlib import Path\nfrom pipelines.execute.journal 
           "print(mirror_to_store(Journal(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])), store))\n")
 
 
+@pytest.mark.second_tier  # ~106 s in CI; the commit rule's own proofs are in test_fleet_concurrent_log_store
 def test_approvers_journal_mirrors_and_a_crawl_rerun_at_once_lose_no_commit(
         spark: Any, demo: DemoInBucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """N approvers (CLI processes), two executors mirroring journals and a crawl rerun (which registers a new plan)

@@ -41,6 +41,7 @@ def _session(tmp_path: Path, **env: str) -> str:
     return lines[0]
 
 
+@pytest.mark.second_tier  # ~57 s in CI: a speed-up, not a rule
 def test_the_driver_maps_spark_from_the_archive(tmp_path: Path) -> None:
     path = build_archive(verbose=False) or archive_path()
     assert path is not None and path.is_file(), "set-up builds the archive; it could not here"
@@ -49,6 +50,7 @@ def test_the_driver_maps_spark_from_the_archive(tmp_path: Path) -> None:
     assert "shared objects file" not in _session(tmp_path / "off", KLGC_CLASS_ARCHIVE="off")
 
 
+@pytest.mark.second_tier  # ~32 s in CI
 def test_an_archive_the_jvm_cannot_use_changes_nothing(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     real = archive_path()
