@@ -4,13 +4,12 @@ resources, every name escaped and cut."""
 
 from __future__ import annotations
 
-import html
 from datetime import datetime, timezone
 
 from pipelines.analytics import fleet as f
 from pipelines.analytics import fleet_plots, plots
 from pipelines.analytics.fmt import human_bytes
-from pipelines.analytics.report import PAGE_CSS, Section, table_html
+from pipelines.analytics.report import Section, page_html
 from pipelines.redaction import redact_text
 from pipelines.terminal_text import html_text
 
@@ -58,26 +57,8 @@ def render_fleet_report(fleet: f.Fleet, *, generated_at: datetime | None = None)
         ("plannable now", human_bytes(figs["plannable_bytes"])),
         ("unexplained (per filesystem)", human_bytes(figs["unexplained_bytes"])),
     ]
-    out = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<title>logdir-gc capacity report: fleet</title>", f"<style>{PAGE_CSS}</style></head><body>",
-        f"<h1>Capacity report: fleet of {figs['clusters']} clusters</h1>",
-        f'<p class="meta">newest run of each cluster · warehouse {html_text(redact_text(fleet.root), 1000)} · '
-        f"generated {at:%Y-%m-%d %H:%M} UTC</p>",
-        '<div class="figures">',
-        *[f'<div class="figure"><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>' for k, v in tiles],
-        "</div>",
-    ]
-    if not figs["clusters"]:
-        out.append('<p class="empty">No crawl runs in this warehouse yet.</p>')
-    else:
-        for s in fleet_sections(fleet):
-            out.append(f"<h2>{html.escape(s.title)}</h2>")
-            if s.note:
-                out.append(f'<p class="note">{html_text(s.note, 2000)}</p>')
-            if s.chart is not None:
-                out.append(s.chart.html())
-                s.chart.figure.clear()
-            out.append(table_html(s.table, _ALL_ROWS))
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    meta = (f"newest run of each cluster · warehouse {html_text(redact_text(fleet.root), 1000)} · "
+            f"generated {at:%Y-%m-%d %H:%M} UTC")
+    sections = fleet_sections(fleet) if figs["clusters"] else None
+    heading = f"Capacity report: fleet of {figs['clusters']} clusters"
+    return page_html("fleet", heading, meta, tiles, sections, _ALL_ROWS)

@@ -19,7 +19,7 @@ from pipelines.errors import PlanError
 from pipelines.redaction import redact_text
 from pipelines.terminal_text import html_text
 
-__all__ = ["PAGE_CSS", "Section", "key_figures", "render_report", "report_sections", "table_html"]
+__all__ = ["PAGE_CSS", "Section", "key_figures", "page_html", "render_report", "report_sections", "table_html"]
 
 
 @dataclass(frozen=True)
@@ -165,26 +165,33 @@ def render_report(wh: Warehouse, run_id: str | None = None, *, generated_at: dat
         ("plannable now", human_bytes(figs["plannable_bytes"])),
         ("unexplained (per filesystem)", human_bytes(figs["unexplained_bytes"])),
     ]
+    meta = (f'run {html_text(figs["run_id"])} of {figs["runs"]} · warehouse {html_text(redact_text(wh.root), 1000)} · '
+            f"generated {at:%Y-%m-%d %H:%M} UTC")
+    sections = None if figs["run_id"] is None else report_sections(wh, run_id)
+    return page_html(html_text(wh.cluster), f"Capacity report: {html_text(wh.cluster)}", meta, tiles, sections)
+
+
+def page_html(title: str, heading: str, meta: str, tiles: list[tuple[str, str]], sections: list[Section] | None,
+              max_rows: int = 40) -> str:
+    """A report page (the per-cluster one and the fleet's): heading, tiles of key figures, then each section's
+    note, chart and table; ``sections`` None says there is no crawl run yet. ``title``, ``heading`` and ``meta``
+    are HTML already."""
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>logdir-gc capacity report: {html_text(wh.cluster)}</title>", f"<style>{PAGE_CSS}</style></head><body>",
-        f"<h1>Capacity report: {html_text(wh.cluster)}</h1>",
-        f'<p class="meta">run {html_text(figs["run_id"])} of {figs["runs"]} · warehouse '
-        f'{html_text(redact_text(wh.root), 1000)} · generated {at:%Y-%m-%d %H:%M} UTC</p>',
-        '<div class="figures">',
+        f"<title>logdir-gc capacity report: {title}</title>", f"<style>{PAGE_CSS}</style></head><body>",
+        f"<h1>{heading}</h1>", f'<p class="meta">{meta}</p>', '<div class="figures">',
         *[f'<div class="figure"><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>' for k, v in tiles],
         "</div>",
     ]
-    if figs["run_id"] is None:
+    if sections is None:
         out.append('<p class="empty">No crawl runs in this warehouse yet.</p>')
-    else:
-        for s in report_sections(wh, run_id):
-            out.append(f"<h2>{html.escape(s.title)}</h2>")
-            if s.note:
-                out.append(f'<p class="note">{html_text(s.note, 2000)}</p>')
-            if s.chart is not None:
-                out.append(s.chart.html())
-                s.chart.figure.clear()
-            out.append(table_html(s.table))
+    for s in sections or ():
+        out.append(f"<h2>{html.escape(s.title)}</h2>")
+        if s.note:
+            out.append(f'<p class="note">{html_text(s.note, 2000)}</p>')
+        if s.chart is not None:
+            out.append(s.chart.html())
+            s.chart.figure.clear()
+        out.append(table_html(s.table, max_rows))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
