@@ -13,7 +13,7 @@ __all__ = ["remote_by_class", "remote_by_topic"]
 def _findings(wh: Warehouse, run_id: str | None) -> pd.DataFrame:
     run = wh.run_or_latest(run_id)
     f = wh.frame("remote_findings", {"run_id": run}) if run else wh.frame("remote_findings").iloc[0:0]
-    return f.assign(bytes=f["bytes"].fillna(0).astype("int64"), plannable=f["plannable"].fillna(False).astype(bool))
+    return f.assign(bytes=f["bytes"].fillna(0).astype("int64"), plannable=f["plannable"].eq(True))
 
 
 def _summary(f: pd.DataFrame, key: str) -> pd.DataFrame:

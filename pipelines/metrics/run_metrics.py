@@ -87,7 +87,7 @@ def warehouse_figures(families: Families, config: AppConfig, run_id: str, plan_i
     for cls, g in remote.groupby("class"):
         sizes = g["bytes"].fillna(0).astype("int64")
         families.set(m.REMOTE_BYTES, int(sizes.sum()), cluster=cluster, **{"class": cls})
-        families.set(m.REMOTE_PLANNABLE_BYTES, int(sizes.where(g["plannable"].fillna(False).astype(bool), 0).sum()),
+        families.set(m.REMOTE_PLANNABLE_BYTES, int(sizes.where(g["plannable"].eq(True), 0).sum()),
                      cluster=cluster, **{"class": cls})
     items = wh.frame("gc_plan_items", {"plan_id": plan_id}) if plan_id else None
     if items is None or items.empty:
