@@ -36,3 +36,17 @@ def java_error(exc: BaseException) -> str:
     """The Java exception class a py4j call raised ('' for a Python error)."""
     java = getattr(exc, "java_exception", None)
     return "" if java is None else java.getClass().getName()
+
+
+def assert_a_retried_commit_is_ours(driver: LogStoreDriver, path: str) -> None:
+    """Writing the same commit twice (a retry after a lost reply) succeeds; another commit of that version is
+    ``FileAlreadyExistsException`` and leaves ours in place."""
+    import pytest
+
+    ours = ['{"commitInfo":{"txnId":"a"}}', '{"add":{"path":"x"}}']
+    driver.write(path, ours)
+    driver.write(path, ours)
+    with pytest.raises(Exception) as other:
+        driver.write(path, ['{"commitInfo":{"txnId":"b"}}'])
+    assert java_error(other.value) == "java.nio.file.FileAlreadyExistsException"
+    assert driver.read(path) == ours

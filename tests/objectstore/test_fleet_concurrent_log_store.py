@@ -17,7 +17,7 @@ import pytest
 from pipelines.tables.commit_log_store import LOCAL_LOG_STORE, S3_LOG_STORE
 from pipelines.tables.object_store import warehouse_storage
 from tests.fleet_concurrency import WITHOUT_COORDINATION
-from tests.log_store_driver import LogStoreDriver, java_error
+from tests.log_store_driver import LogStoreDriver, assert_a_retried_commit_is_ours, java_error
 from tests.objectstore.conftest import Bucket
 from tests.objectstore.s3_servers import ACCESS_KEY, REGION, SECRET_KEY, fault_proxy
 
@@ -68,13 +68,7 @@ def test_a_retried_put_of_the_same_commit_succeeds_and_another_commit_is_refused
     """A PUT whose reply was lost and is retried meets 412 over its own bytes: that is our commit."""
     driver = _driver(spark, bucket.server.endpoint, f"s3://{bucket.name}/wh")
     path = f"s3://{bucket.name}/wh/t/_delta_log/{0:020d}.json"
-    ours = ['{"commitInfo":{"txnId":"a"}}', '{"add":{"path":"x"}}']
-    driver.write(path, ours)
-    driver.write(path, ours)
-    with pytest.raises(Exception) as other:
-        driver.write(path, ['{"commitInfo":{"txnId":"b"}}'])
-    assert java_error(other.value) == "java.nio.file.FileAlreadyExistsException"
-    assert driver.read(path) == ours
+    assert_a_retried_commit_is_ours(driver, path)
 
 
 def test_every_session_build_spark_starts_commits_with_the_multi_driver_stores(spark: Any) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from pipelines.tables.commit_log_store import LOCAL_LOG_STORE
 from tests.fleet_concurrency import WITHOUT_COORDINATION
-from tests.log_store_driver import LogStoreDriver, java_error
+from tests.log_store_driver import LogStoreDriver, assert_a_retried_commit_is_ours, java_error
 
 STORE = "io.delta.storage.HDFSLogStore" if WITHOUT_COORDINATION else LOCAL_LOG_STORE
 WRITERS = 4
@@ -69,10 +69,4 @@ def test_a_retried_write_of_the_same_commit_succeeds_and_another_commit_is_refus
     driver = _driver(spark)
     (tmp_path / "_delta_log").mkdir()
     path = f"file:{tmp_path}/_delta_log/{0:020d}.json"
-    ours = ['{"commitInfo":{"txnId":"a"}}', '{"add":{"path":"x"}}']
-    driver.write(path, ours)
-    driver.write(path, ours)
-    with pytest.raises(Exception) as other:
-        driver.write(path, ['{"commitInfo":{"txnId":"b"}}'])
-    assert java_error(other.value) == "java.nio.file.FileAlreadyExistsException"
-    assert driver.read(path) == ours
+    assert_a_retried_commit_is_ours(driver, path)
