@@ -90,6 +90,11 @@ def _controller_topics(store: TableStore, config: AppConfig, image: MetadataImag
     return ControllerTopics(frozenset(image.topics.by_id), image.complete, deleted)
 
 
+def _not_whole(read: Any) -> str:
+    """Why a replica read without problems is still not whole: it holds no record, or starts after offset 0."""
+    return "it holds no record" if read.first_offset is None else f"read from offset {read.first_offset}, not 0"
+
+
 def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, run_id: str, view: ControllerView,
                      now: datetime | None = None) -> StepReport:
     """List, replay and classify the configured remote tier into the run's three remote tables.
@@ -171,7 +176,7 @@ def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, 
     for mp, read in sorted(reads.items()):
         if not read.whole:
             notes.append(f"{METADATA_TOPIC}-{mp}: segments of its topic partitions may be unrecorded"
-                         f" ({'; '.join(read.problems[:3]) or 'not read from offset 0'})")
+                         f" ({'; '.join(read.problems[:3]) or _not_whole(read)})")
     if num_partitions is None:
         notes.append(f"{METADATA_TOPIC} is not in the controller image: its partition count is unknown")
     elif not infinite:

@@ -251,6 +251,8 @@ class MetadataCoverage:
         read = self.partitions.get(mp)
         if read is None:
             return f"{METADATA_TOPIC}-{mp} was not read"
+        if read.first_offset is None:
+            return f"{METADATA_TOPIC}-{mp} holds no record (its replica may have been emptied)"
         if not read.starts_at_zero:
             return f"{METADATA_TOPIC}-{mp} was read from offset {read.first_offset}, not 0"
         if read.unreliable_from is not None:

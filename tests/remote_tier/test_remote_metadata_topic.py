@@ -172,3 +172,19 @@ def test_damaged_replica_files_never_crash_and_invent_no_event(data) -> None:
     read = read_replica_segments(0, [(b, bytes(d)) for b, d in segs])
     originals = {(e.segment_id, e.state, e.event_timestamp_ms) for e in evs}
     assert {(e.segment_id, e.state, e.event_timestamp_ms) for e in read.events} <= originals
+
+
+def test_an_empty_metadata_partition_is_said_to_hold_no_record(tmp_path) -> None:
+    """The wording users meet in ``remote_findings.reason``: an empty replica holds no record (never "offset None")."""
+    from remote_builders import GRACE, NOW, objects_of, run_classify
+
+    d = tmp_path / "__remote_log_metadata-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(b"")
+    empty = read_replica(d)
+    assert empty.first_offset is None and not empty.whole
+    reason = MetadataCoverage.from_replicas([empty], 1, True).unrecorded_reason(T, 0)
+    assert reason == "__remote_log_metadata-0 holds no record (its replica may have been emptied)"
+    finding, = run_classify([], objects_of("orders", T, 0, uid(7), modified=NOW - 3 * GRACE), live=frozenset({T}),
+                            plan_untracked=True)
+    assert not finding.plannable and "holds no record" in finding.reason and "None" not in finding.reason
