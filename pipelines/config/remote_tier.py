@@ -14,6 +14,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pipelines.config.kafka_client import KafkaClientConfig
+
 __all__ = ["QUARANTINE_FOLDER", "REMOTE_SCHEMES", "RemoteMetadataConfig", "RemoteTierConfig"]
 
 QUARANTINE_FOLDER = ".logdir-gc-quarantine/"
@@ -46,6 +48,8 @@ class RemoteMetadataConfig(_Strict):
     storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options for source")
     bootstrap_servers: str | None = Field(default=None, description="host:port[,host:port...] to consume the topic"
                                           " from a live cluster")
+    kafka_client: KafkaClientConfig = Field(default_factory=KafkaClientConfig, description="TLS/SASL settings of"
+                                            " the live consumer (secrets by environment variable)")
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -58,6 +62,8 @@ class RemoteMetadataConfig(_Strict):
     def _one_source(self) -> RemoteMetadataConfig:
         if self.source and self.bootstrap_servers:
             raise ValueError("give at most one of source and bootstrap_servers")
+        if not self.bootstrap_servers and "kafka_client" in self.model_fields_set:
+            raise ValueError("kafka_client configures the live consumer: it needs bootstrap_servers")
         return self
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.config.models import AppConfig
 from pipelines.errors import ConfigError, DecodeError, SourceUnavailable
 from pipelines.orchestrate.steps import StepReport, run_key
+from pipelines.remote_tier.metadata_consumer import LiveSource, live_coverage_facts, live_sources
 from pipelines.remote_tier.metadata_sources import ReplicaSource, find_replicas
 from pipelines.remote_tier.metadata_topic import METADATA_TOPIC
 from pipelines.tables.base import TableStore
@@ -29,17 +30,17 @@ if TYPE_CHECKING:
 __all__ = ["metadata_coverage_facts", "metadata_sources", "remote_tier_step"]
 
 
-def metadata_sources(config: AppConfig) -> tuple[list[ReplicaSource], list[str]]:
-    """The ``__remote_log_metadata-N`` replicas to read, and notes about log dirs that could not be looked at.
+def metadata_sources(config: AppConfig) -> tuple[list[ReplicaSource | LiveSource], list[str]]:
+    """The ``__remote_log_metadata-N`` replicas (or live partitions) to read, and notes about log dirs that could
+    not be looked at.
 
     Raises:
-        ConfigError: ``bootstrap_servers`` (consuming the topic live is not built).
-        SourceUnavailable: ``metadata.source`` cannot be listed.
+        ConfigError: bad ``kafka_client`` settings of ``bootstrap_servers``.
+        SourceUnavailable: ``metadata.source`` cannot be listed, or the live cluster cannot be reached.
     """
     meta = config.remote_tier.metadata  # type: ignore[union-attr]
     if meta.bootstrap_servers:
-        raise ConfigError("remote_tier.metadata.bootstrap_servers: reading __remote_log_metadata from a live cluster"
-                          " is not built yet; copy its replica directories and give remote_tier.metadata.source")
+        return live_sources(meta)  # type: ignore[return-value]
     if meta.source:
         try:
             found = find_replicas(meta.source, meta.storage_options)
@@ -147,7 +148,7 @@ def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, 
         persisted.append(events)
         reads = choose_sources(r.asDict() for r in events.where(F.col("_kind") == "read").drop("_kind").collect())
         chosen = [r.source for r in reads.values()]
-        num_partitions, infinite = metadata_coverage_facts(view.image)
+        num_partitions, infinite = live_coverage_facts(sources) or metadata_coverage_facts(view.image)
         params = ClassifyParams(
             cluster=config.cluster, run_id=run_id, reads=reads, num_partitions=num_partitions,
             retention_infinite=infinite, controller=_controller_topics(store, config, view.image),

@@ -1,10 +1,11 @@
 """Where ``__remote_log_metadata`` replicas are, and reading one through fsspec (a Spark task reads one each).
 
 Sources, in ``remote_tier.metadata``'s terms: ``source`` (a directory holding copied ``__remote_log_metadata-N``
-replica directories, a path or an fsspec URL), or by default the replicas the crawled brokers hold in their log
-dirs. A replica is read whole, segment file by segment file (:func:`read_replica_at`); a local one through
-:func:`~pipelines.remote_tier.metadata_topic.read_replica` (mmap), another through fsspec into memory, one
-segment file at a time.
+replica directories, a path or an fsspec URL), ``bootstrap_servers`` (a live cluster, one
+:class:`~pipelines.remote_tier.metadata_consumer.LiveSource` per partition), or by default the replicas the crawled
+brokers hold in their log dirs. A replica is read whole, segment file by segment file (:func:`read_replica_at`); a
+local one through :func:`~pipelines.remote_tier.metadata_topic.read_replica` (mmap), another through fsspec into
+memory, one segment file at a time.
 
 A replica is summed up as a :class:`~pipelines.remote_tier.metadata_topic.PartitionRead` without its events
 (``events_read`` counts them), which is what :class:`~pipelines.remote_tier.metadata_topic.MetadataCoverage`
@@ -22,6 +23,7 @@ from urllib.parse import urlparse
 
 from pipelines.kafka.uuid import Uuid
 from pipelines.remote_tier.events import PartitionDeleteEvent, SegmentEvent
+from pipelines.remote_tier.metadata_consumer import LiveSource, read_live
 from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, PartitionRead, read_replica, read_replica_segments
 
 __all__ = ["ReplicaSource", "event_of_row", "event_row", "events_in_order", "find_replicas", "read_replica_at",
@@ -70,12 +72,15 @@ def find_replicas(root: str, storage_options: Mapping[str, Any] | None = None) -
     return sorted(found, key=lambda s: s.url)
 
 
-def read_replica_at(source: ReplicaSource) -> PartitionRead:
-    """Read one replica (local: mmap'd files; elsewhere: one segment file in memory at a time).
+def read_replica_at(source: ReplicaSource | LiveSource) -> PartitionRead:
+    """Read one replica (local: mmap'd files; elsewhere: one segment file in memory at a time), or one partition of
+    a live cluster's topic (:func:`~pipelines.remote_tier.metadata_consumer.read_live`).
 
     Raises:
-        OSError: the directory or a segment file cannot be read.
+        OSError: the directory or a segment file cannot be read, or the live cluster cannot be reached.
     """
+    if isinstance(source, LiveSource):
+        return read_live(source)
     if _is_local(source.url):
         return read_replica(_local_path(source.url))
     import fsspec

@@ -43,6 +43,13 @@ def test_unset_means_no_remote_tier_and_defaults_are_safe() -> None:
     ({"quarantine_prefix": "/local/q"}, "quarantine_prefix"),
     ({"metadata": {"source": "/copy", "bootstrap_servers": "h:9092"}}, "at most one"),
     ({"metadata": {"bootstrap_servers": "no-port"}}, "bootstrap_servers"),
+    ({"metadata": {"source": "/copy", "kafka_client": {"security_protocol": "SSL"}}}, "needs bootstrap_servers"),
+    ({"metadata": {"bootstrap_servers": "h:9092", "kafka_client": {"security_protocol": "SASL_SSL"}}},
+     "needs sasl_mechanism"),
+    ({"metadata": {"bootstrap_servers": "h:9092", "kafka_client": {"security_protocol": "SASL_SSL",
+                                                                    "sasl_mechanism": "PLAIN"}}},
+     "needs sasl_username and sasl_password_env"),
+    ({"metadata": {"bootstrap_servers": "h:9092", "kafka_client": {"sasl_password": "inline"}}}, "sasl_password"),
     ({"plan_untracked": "perhaps"}, "plan_untracked"),
     ({"unknown_key": 1}, "unknown_key"),
 ])

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import fsspec
 import pytest
 from remote_builders import OLD, copy_started, uid, update
 
+from pipelines.cli.exit_codes import code_for
+from pipelines.config.kafka_client import kafka_python_options
 from pipelines.config.load import config_from_dict
-from pipelines.errors import ConfigError
+from pipelines.errors import ConfigError, SourceUnavailable
 from pipelines.orchestrate.remote_tier_step import metadata_sources
+from pipelines.remote_tier.metadata_consumer import LiveSource
 from pipelines.remote_tier.metadata_sources import (
     ReplicaSource,
     find_replicas,
@@ -45,16 +49,53 @@ def test_replicas_are_found_in_every_brokers_log_dirs(tmp_path: Path) -> None:
     assert metadata_sources(bare)[0] == [] and "every remote segment is untracked" in metadata_sources(bare)[1][0]
 
 
-def test_a_configured_source_wins_and_bootstrap_servers_is_one_config_line(tmp_path: Path) -> None:
+def test_a_configured_source_wins(tmp_path: Path) -> None:
     copy = _log_dir(tmp_path / "copy")
     tier = {"layout": "aiven", "location": "s3://t", "metadata": {"source": str(copy)}}
     config = config_from_dict({"cluster": "c", "warehouse": "/w", "remote_tier": tier,
                                "brokers": [{"broker_id": 1, "log_dirs": [str(tmp_path / "none")]}]})
     assert [s.metadata_partition for s in metadata_sources(config)[0]] == [3]
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_live_cluster_is_one_line_naming_the_servers_and_exit_3(tmp_path: Path) -> None:
+    """A real socket to a closed loopback port (no mock): the run's metadata source refuses in one line that names
+    the servers and the cause, mapped to exit 3 (nothing could be read), before any partition is read."""
+    servers = f"127.0.0.1:{_closed_port()}"
     live = config_from_dict({"cluster": "c", "warehouse": "/w", "remote_tier": {
-        "layout": "aiven", "location": "s3://t", "metadata": {"bootstrap_servers": "k:9092"}}})
-    with pytest.raises(ConfigError, match="not built yet"):
+        "layout": "aiven", "location": "s3://t", "metadata": {
+            "bootstrap_servers": servers, "kafka_client": {"request_timeout_ms": 2000}}}})
+    with pytest.raises(SourceUnavailable) as exc:
         metadata_sources(live)
+    line = str(exc.value)
+    assert "\n" not in line and line.startswith(f"remote_tier.metadata.bootstrap_servers {servers}: cannot read")
+    assert "Unable to bootstrap" in line
+    assert code_for(exc.value) == 3
+
+
+def test_a_live_sasl_password_comes_from_the_environment_and_is_never_shown(monkeypatch) -> None:
+    """The secret is named by an environment variable; unset, one config line; set, it reaches the client options
+    but not a source's repr or url."""
+    client = {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "gc",
+              "sasl_password_env": "KLGC_TEST_KAFKA_PW", "ssl_cafile": "/ca.pem"}
+    meta = config_from_dict({"cluster": "c", "warehouse": "/w", "remote_tier": {
+        "layout": "aiven", "location": "s3://t", "metadata": {"bootstrap_servers": "k:9093",
+                                                              "kafka_client": client}}}).remote_tier.metadata
+    monkeypatch.delenv("KLGC_TEST_KAFKA_PW", raising=False)
+    with pytest.raises(ConfigError, match="KLGC_TEST_KAFKA_PW is not set"):
+        kafka_python_options(meta.kafka_client, "remote_tier.metadata.kafka_client")
+    monkeypatch.setenv("KLGC_TEST_KAFKA_PW", "s3cret")
+    options = kafka_python_options(meta.kafka_client, "remote_tier.metadata.kafka_client")
+    assert options["sasl_plain_password"] == "s3cret" and options["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert options["security_protocol"] == "SASL_SSL" and options["ssl_cafile"] == "/ca.pem"
+    source = LiveSource("k:9093", 0, 0, 1, 0, 1, True, client_options=options)
+    assert "s3cret" not in repr(source) and "s3cret" not in source.url
 
 
 def test_an_fsspec_replica_reads_as_the_local_one(tmp_path: Path) -> None:
