@@ -121,7 +121,15 @@ def partition_dir_row(ctx: RowContext, base: Row, root: str, d: PartitionDirInve
         "oldest_mtime": from_ms(d.oldest_mtime_ms), "newest_mtime": from_ms(d.newest_mtime_ms),
         "dir_mtime": from_ms(d.dir_mtime_ms), "fingerprint": d.fingerprint,
         "problems": problem_strings(d.problems, root), "crawled_at": ctx.crawled_at,
+        "leader_epochs": _epochs_json(d),
     }  # fmt: skip
+
+
+def _epochs_json(d: PartitionDirInventory) -> str | None:
+    """The parsed ``leader-epoch-checkpoint`` as JSON ``[[epoch, start offset], ...]``; None without entries."""
+    if not d.leader_epochs:
+        return None
+    return "[" + ",".join(f"[{e.epoch},{e.start_offset}]" for e in d.leader_epochs) + "]"
 
 
 def segment_file_rows(ctx: RowContext, d: PartitionDirInventory) -> list[Row]:

@@ -131,6 +131,8 @@ PARTITION_DIRS = _t(
     ("oldest_mtime", "timestamp"), ("newest_mtime", "timestamp"), ("dir_mtime", "timestamp"),
     ("fingerprint", "string", "sha256 over sorted (file, size, mtime in whole seconds); re-checked by the executor"),
     ("problems", "array<string>"), ("crawled_at", "timestamp"),
+    ("leader_epochs", "string", "leader-epoch-checkpoint as parsed: JSON [[epoch, start offset], ...]; null when"
+     " absent, empty or malformed"),
 )
 
 SEGMENT_FILES = _t(
