@@ -4,6 +4,13 @@ Runs after detect when ``remote_tier`` is configured, and writes the run's ``rem
 ``remote_log_segments`` and ``remote_findings`` (replaced and read by (cluster, run id), like every per-run table).
 The bucket is listed BEFORE the metadata replicas are read: an object listed then has its ``COPY_SEGMENT_STARTED``
 in the replica unless the replica lags, which the replica-time rule of classification catches.
+
+Each partition's leader-epoch lineage (for ``remote_outside_lineage``) comes from the run's own tables
+(:func:`lineage_frame`): the controller's leader and leader epoch (``controller_partitions``) and the crawl's parse
+of that broker's live replica's ``leader-epoch-checkpoint`` (``partition_dirs.leader_epochs``). A partition whose
+leader's replica was not crawled, whose checkpoint was absent or unreadable, or whose checkpoint's last epoch is not
+the controller's leader epoch (the crawl saw another leader's term) has no lineage: its finished segments stay
+``remote_ok``, and their reason says the lineage was not checked.
 """
 
 from __future__ import annotations
@@ -21,13 +28,13 @@ from pipelines.tables.base import TableStore
 from pipelines.tables.schemas import REMOTE_FINDINGS, REMOTE_LOG_SEGMENTS
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from pipelines.metadata.image import MetadataImage
     from pipelines.orchestrate.controller import ControllerView
     from pipelines.remote_tier.classify import ControllerTopics
 
-__all__ = ["metadata_coverage_facts", "metadata_sources", "remote_tier_step"]
+__all__ = ["lineage_frame", "metadata_coverage_facts", "metadata_sources", "remote_tier_step"]
 
 
 def metadata_sources(config: AppConfig) -> tuple[list[ReplicaSource | LiveSource], list[str]]:
@@ -89,6 +96,38 @@ def _controller_topics(store: TableStore, config: AppConfig, image: MetadataImag
                 tid = Uuid.from_string(topic_id)
                 deleted[tid] = max(deleted.get(tid, at // 1000), at // 1000)
     return ControllerTopics(frozenset(image.topics.by_id), image.complete, deleted)
+
+
+def lineage_frame(store: TableStore, config: AppConfig, run_id: str, partitions: DataFrame) -> DataFrame | None:
+    """One ``lineage`` row (``spark_classify.lineage_row``'s columns) per ``(topic_id, partition)`` of
+    ``partitions`` whose current leader's live replica this run crawled with a checkpoint that ends in the
+    controller's leader epoch; None when the run has no crawl or no controller tables."""
+    from pyspark.sql import functions as F
+
+    from pipelines.orchestrate.steps import of_run
+    from pipelines.remote_tier.spark_classify import LINEAGE_KIND
+
+    if not (store.exists("partition_dirs") and store.exists("controller_partitions")):
+        return None
+    leaders = (of_run(store, "controller_partitions", config.cluster, run_id)
+               .where(F.col("topic_id").isNotNull() & (F.col("leader") >= 0))
+               .select("topic_id", "partition", "leader", "leader_epoch"))
+    dirs = (of_run(store, "partition_dirs", config.cluster, run_id)
+            .where((F.col("kind") == "live") & F.col("topic_id").isNotNull() & F.col("leader_epochs").isNotNull())
+            .select("topic_id", "partition", F.col("broker_id").alias("leader"), "leader_epochs", "crawled_at",
+                    "log_dir", "dir_name"))
+    last_epoch = F.element_at(F.element_at(F.from_json("leader_epochs", "array<array<long>>"), -1), 1)
+    joined = (leaders.join(partitions, ["topic_id", "partition"], "left_semi")
+              .join(dirs, ["topic_id", "partition", "leader"])
+              .groupBy("topic_id", "partition")  # one live replica per broker; two (JBOD damage): no lineage
+              .agg(F.count(F.lit(1)).alias("n"), F.first("leader_epoch").alias("leader_epoch"),
+                   F.first("leader_epochs").alias("leader_epochs"), F.first("crawled_at").alias("crawled_at"),
+                   F.first(F.concat_ws("", F.lit("broker "), F.col("leader").cast("string"), F.lit(" "),
+                                       F.col("log_dir"), F.lit("/"), F.col("dir_name"))).alias("source")))
+    return (joined.where((F.col("n") == 1) & (last_epoch == F.col("leader_epoch").cast("long")))
+            .select(F.lit(LINEAGE_KIND).alias("_kind"), "source", "topic_id", "partition", "leader_epochs",
+                    F.lit(None).cast("long").alias("end_offset"),
+                    (F.unix_micros("crawled_at") // 1000).alias("as_of_ms")))
 
 
 def _not_whole(read: Any) -> str:
@@ -154,8 +193,14 @@ def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, 
             retention_infinite=infinite, controller=_controller_topics(store, config, view.image),
             now_ms=int(now.timestamp() * 1000), grace_ms=config.detect.grace_ms,
             plan_untracked=tier.plan_untracked, owned_prefix=tier.owned_prefix,
-            incomplete=f"{failures} folder(s) or inventory file(s) could not be read" if failures else None)
+            incomplete=f"{failures} folder(s) or inventory file(s) could not be read" if failures else None,
+            layout=tier.layout, location=tier.location, storage_options=dict(tier.storage_options))
         chosen_events = events.where((F.col("_kind") == "event") & F.col("source").isin(chosen))
+        lineages = lineage_frame(store, config, run_id, objects.select("topic_id", "partition").distinct())
+        if lineages is None:
+            notes.append("no crawl or controller tables for this run: no segment's leader-epoch lineage is checked")
+        else:
+            chosen_events = chosen_events.unionByName(lineages, allowMissingColumns=True)
         classified = classified_frame(objects, chosen_events, params).persist(StorageLevel.MEMORY_AND_DISK)
         persisted.append(classified)
         findings = table_of(classified, REMOTE_FINDINGS)

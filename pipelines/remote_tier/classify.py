@@ -48,6 +48,7 @@ from pipelines.terminal_text import escape
 
 __all__ = [
     "ALL_REMOTE_CLASSES",
+    "LINEAGE_CLOCK_MARGIN_MS",
     "PLANNABLE_REMOTE_CLASSES",
     "REMOTE_COPY_INCOMPLETE",
     "REMOTE_DELETED_TOPIC",
@@ -92,12 +93,19 @@ class ControllerTopics:
     deleted_at_ms: Mapping[Uuid, int] = field(default_factory=dict)
 
 
+LINEAGE_CLOCK_MARGIN_MS = 10 * 60_000
+"""A segment whose last event is later than the lineage's time less this margin (brokers' and crawlers' clocks
+differ) may have been copied under a leader epoch the lineage does not have yet: it is not judged."""
+
+
 @dataclass(frozen=True)
 class Lineage:
-    """A partition leader's epoch cache (epoch -> start offset) and log end offset."""
+    """A partition leader's epoch cache (epoch -> start offset), its log end offset (``None``: not known) and when it
+    was read (``as_of_ms``, epoch ms; ``None``: current)."""
 
     epochs: Mapping[int, int]
-    log_end_offset: int
+    log_end_offset: int | None
+    as_of_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,10 +248,16 @@ def _classify_one(
     else:
         cls = REMOTE_OK
         facts.insert(0, _state_text(seg))
-        if lineage is not None and seg.end_offset is not None and not within_lineage(
-                seg.leader_epochs, seg.end_offset, lineage.epochs, lineage.log_end_offset):
-            cls = REMOTE_OUTSIDE_LINEAGE
-            facts.append("outside the partition leader's epoch lineage: Kafka removes it through retention")
+        if lineage is None:
+            facts.append("its leader-epoch lineage was not checked (no crawled replica of the current leader holds"
+                         " its epoch)")
+        elif seg.end_offset is not None:
+            if lineage.as_of_ms is not None and seg.event_timestamp_ms > lineage.as_of_ms - LINEAGE_CLOCK_MARGIN_MS:
+                facts.append(f"lineage not judged: copied after the leader's replica was crawled at"
+                             f" {_ts(lineage.as_of_ms)}")
+            elif not within_lineage(seg.leader_epochs, seg.end_offset, lineage.epochs, lineage.log_end_offset):
+                cls = REMOTE_OUTSIDE_LINEAGE
+                facts.append("outside the partition leader's epoch lineage: Kafka removes it through retention")
     pd = image.partition_deletes.get((topic_id, partition))
     if pd is not None:
         facts.append(f"partition delete {pd.state.name} at {_ts(pd.event_timestamp_ms)}")

@@ -13,6 +13,10 @@ equals the next one's holds no record):
 3. that first epoch does not start before the lineage's start for it (unless it is the lineage's first epoch);
 4. every epoch but its last is followed by the same next (epoch, offset) in both;
 5. its end offset is below the next lineage epoch's start (for its last epoch) and below the log end offset.
+
+The crawl never reads records, so a run knows no log end offset: ``log_end_offset`` ``None`` leaves out the last
+bound of check 5. That can only judge fewer segments outside, never more: a leader never truncates below a segment
+of its own current epoch, and a segment of an earlier epoch that the lineage rewrote fails the next-epoch bound.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ def filtered_epochs(epochs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def within_lineage(segment_epochs: Sequence[tuple[int, int]], end_offset: int, lineage: Mapping[int, int],
-                   log_end_offset: int) -> bool:
-    """Whether a segment with these ``(epoch, start offset)`` pairs and ``end_offset`` is inside ``lineage``."""
+                   log_end_offset: int | None) -> bool:
+    """Whether a segment with these ``(epoch, start offset)`` pairs and ``end_offset`` is inside ``lineage``
+    (``log_end_offset`` None: not known, that bound is not applied)."""
     seg = filtered_epochs(segment_epochs)
     if not seg or not lineage:
         return False
@@ -63,4 +68,4 @@ def within_lineage(segment_epochs: Sequence[tuple[int, int]], end_offset: int, l
                 return False
         elif higher(lin_epochs, lineage, epoch) != higher(seg_epochs, seg_map, epoch):
             return False
-    return end_offset < log_end_offset
+    return log_end_offset is None or end_offset < log_end_offset

@@ -9,6 +9,12 @@
    everything (in (metadata partition, offset) order within the group). Each group is then classified by the ONE
    implementation, :func:`~pipelines.remote_tier.classify.classify_remote`, and the run's limits are applied
    (:func:`~pipelines.remote_tier.run_limits.limit_findings`).
+3. **Witnesses** (in the same task): the partition's leader-epoch lineage travels with its events as one
+   ``lineage`` row (:func:`lineage_row`); and for the ``aiven`` layout the ``.rsm-manifest`` of each segment that
+   came out plannable is read (:func:`~pipelines.remote_tier.manifest_reads.read_manifests`) and that segment is
+   classified again with it. Only those: a manifest can add a contradiction or an unreadable-witness blocker, never
+   take one away, so it cannot change the plannability of a segment that is not plannable without it, and a tier of
+   10M objects costs one GET per plannable segment instead of one per segment.
 
 The result is one frame holding both tables' rows, tagged by table name. pyspark is imported inside functions only.
 """
@@ -17,10 +23,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.remote_tier.classify import ControllerTopics, RemoteFinding, classify_remote
+from pipelines.remote_tier.classify import ControllerTopics, Lineage, RemoteFinding, classify_remote
 from pipelines.remote_tier.metadata_sources import (
     ReplicaSource,
     event_row,
@@ -38,10 +44,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ClassifyParams", "choose_sources", "classified_frame", "classify_group", "metadata_frame",
-           "segment_rows", "table_of"]
+__all__ = ["LINEAGE_KIND", "ClassifyParams", "choose_sources", "classified_frame", "classify_group", "lineage_row",
+           "metadata_frame", "segment_rows", "table_of"]
 
 TAG = "_table"
+LINEAGE_KIND = "lineage"
+"""``_kind`` of the row that carries a partition leader's epoch lineage among the partition's events."""
 _MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: a later (lying) time is stored as null
 _BATCH = 50_000
 
@@ -138,6 +146,10 @@ class ClassifyParams:
     plan_untracked: bool
     owned_prefix: str | None
     incomplete: str | None
+    layout: str = ""
+    location: str = ""
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    """The tier, to read the ``.rsm-manifest`` of plannable segments (``aiven`` layout only)."""
 
     def coverage(self) -> MetadataCoverage:
         return MetadataCoverage(self.reads, self.num_partitions, self.retention_infinite)
@@ -196,14 +208,63 @@ def _object_rows(table: pa.Table) -> list[Any]:
     return rows
 
 
+def lineage_row(topic_id: str, partition: int, epochs_json: str, as_of_ms: int | None, source: str
+                ) -> dict[str, Any]:  # fmt: skip
+    """The row that carries a partition leader's lineage among the partition's events (``METADATA_ROWS`` columns:
+    ``leader_epochs`` the crawl's JSON, ``end_offset`` the log end offset, never known from a crawl)."""
+    return {"_kind": LINEAGE_KIND, "source": source, "topic_id": topic_id, "partition": partition,
+            "leader_epochs": epochs_json, "end_offset": None, "as_of_ms": as_of_ms}
+
+
+def _lineage_of(row: Mapping[str, Any]) -> Lineage | None:
+    """The row's lineage; None when its epochs are not a non-empty list of [epoch, start offset] pairs."""
+    try:
+        pairs = json.loads(row["leader_epochs"] or "null")
+        epochs = {int(e): int(o) for e, o in pairs}
+    except (TypeError, ValueError):
+        return None
+    return Lineage(epochs, row.get("end_offset"), row.get("as_of_ms")) if epochs and len(epochs) == len(pairs) \
+        else None
+
+
+def _split(rows: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], dict[tuple[Any, int], Lineage]]:
+    """The group's event rows, and its lineage by ``(topic_id, partition)`` (two lineage rows: none is trusted)."""
+    from pipelines.kafka.uuid import Uuid
+
+    events, found = [], []
+    for row in rows:
+        (found if row.get("_kind") == LINEAGE_KIND else events).append(row)
+    lineages = {}
+    if len(found) == 1 and (lineage := _lineage_of(found[0])) is not None:
+        lineages[(Uuid.from_string(found[0]["topic_id"]), found[0]["partition"])] = lineage
+    return events, lineages
+
+
 def classify_group(params: ClassifyParams, objects: Sequence[Any], event_rows: Iterable[Mapping[str, Any]]
                    ) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """One ``(topic_id, partition)``: replay its events, classify its objects, apply the run's limits; rows of both
+    """One ``(topic_id, partition)``: replay its events, classify its objects with its lineage, apply the run's
+    limits, then read the manifests of the plannable segments and classify those again with them; rows of both
     tables, tagged."""
-    image = replay(events_in_order(event_rows))
-    findings = classify_remote(image, objects, params.controller, params.coverage(), now_ms=params.now_ms,
-                               grace_ms=params.grace_ms, plan_untracked=params.plan_untracked)
-    for f in limit_findings(findings, owned_prefix=params.owned_prefix, incomplete=params.incomplete):
+    events, lineages = _split(event_rows)
+    image = replay(events_in_order(events))
+
+    def classify(rows: Sequence[Any], manifests: Mapping[Any, Any] | None) -> list[RemoteFinding]:
+        found = classify_remote(image, rows, params.controller, params.coverage(), now_ms=params.now_ms,
+                                grace_ms=params.grace_ms, plan_untracked=params.plan_untracked, manifests=manifests,
+                                lineages=lineages)
+        return list(limit_findings(found, owned_prefix=params.owned_prefix, incomplete=params.incomplete))
+
+    findings = classify(objects, None)
+    if params.layout == "aiven" and params.location:
+        from pipelines.remote_tier.manifest_reads import read_manifests
+
+        manifests = read_manifests(params.location, params.storage_options, objects,
+                                   [(f.topic_id, f.partition, f.segment_id) for f in findings if f.plannable])
+        if manifests:
+            again = {(f.topic_id, f.partition, f.segment_id): f
+                     for f in classify([o for o in objects if o.named_segment in manifests], manifests)}
+            findings = [again.get((f.topic_id, f.partition, f.segment_id), f) for f in findings]
+    for f in findings:
         yield {**_finding_row(f, params.cluster, params.run_id), TAG: REMOTE_FINDINGS.name}
     for row in segment_rows(image.segments.values(), image.partition_deletes.values(), params.cluster,
                             params.run_id):
