@@ -28,7 +28,9 @@ from pipelines.analytics.fleet_plots import (
     plot_fleet_growth,
     plot_fleet_over_time,
     plot_fleet_reclaimable,
+    plot_remote_beside_local,
 )
+from pipelines.analytics.fleet_remote import fleet_remote_figures, fleet_remote_view
 from pipelines.analytics.fmt import human_bytes, pct, shown_frame
 from pipelines.analytics.ledger import filesystem_ledger, unexplained_ledger
 from pipelines.analytics.plots import (
@@ -44,7 +46,7 @@ from pipelines.analytics.plots import (
     plot_top_topics,
 )
 from pipelines.analytics.reclaim import former_topic_names, garbage_dirs, reclaimable_by_broker, reclaimable_by_class
-from pipelines.analytics.remote_bytes import remote_by_class, remote_by_topic
+from pipelines.analytics.remote_bytes import RemoteView, remote_by_class, remote_by_topic, remote_figures, remote_view
 from pipelines.analytics.report import key_figures, render_report
 from pipelines.analytics.review import (
     decision_commands,
@@ -72,6 +74,7 @@ from pipelines.analytics.warehouse import Warehouse, clusters_in, open_warehouse
 __all__ = [
     "Chart",
     "Fleet",
+    "RemoteView",
     "Warehouse",
     "bytes_by_version",
     "clusters_in",
@@ -86,6 +89,8 @@ __all__ = [
     "fleet_growth",
     "fleet_plans",
     "fleet_reclaimable_over_time",
+    "fleet_remote_figures",
+    "fleet_remote_view",
     "fleet_runs",
     "fleet_top_topics",
     "former_topic_names",
@@ -115,6 +120,7 @@ __all__ = [
     "plot_reclaimable_by_broker",
     "plot_reclaimable_by_class",
     "plot_reclaimable_over_time",
+    "plot_remote_beside_local",
     "plot_top_topics",
     "policy_checks",
     "previous_plan",
@@ -123,6 +129,8 @@ __all__ = [
     "reclaimable_over_time",
     "remote_by_class",
     "remote_by_topic",
+    "remote_figures",
+    "remote_view",
     "render_report",
     "review_policy",
     "review_state",

@@ -42,6 +42,10 @@ _GARBAGE = ", ".join(sql_literal(c, "datafusion") for c in sorted(GARBAGE_CLASSE
 _RECLAIMABLE = f"class IN ({_GARBAGE}) AND NOT coalesce(protected, FALSE)"
 
 
+#: A cluster's remote keys in ``fleet_figures`` when the warehouse has no remote tier at all.
+_NO_REMOTE: dict[str, Any] = {"remote_bytes": None, "remote_plannable_bytes": None, "remote_bytes_by_class": {}}
+
+
 @dataclass
 class Fleet:
     """Every cluster of a warehouse and each one's newest run. Query results are cached per SQL text."""
@@ -283,6 +287,9 @@ def fleet_figures(fleet: Fleet) -> dict[str, Any]:
                 "reclaimable_bytes": int(r.reclaimable_bytes), "plannable_bytes": int(r.plannable_bytes),
                 "unexplained_bytes": None if pd.isna(r.unexplained_bytes) else int(r.unexplained_bytes)}
 
+    from pipelines.analytics.fleet_remote import fleet_remote_figures  # it builds on this module
+
+    remote = fleet_remote_figures(fleet)
     return {
         "clusters": len(by),
         "runs": int(by["runs"].sum()) if len(by) else 0,
@@ -295,5 +302,9 @@ def fleet_figures(fleet: Fleet) -> dict[str, Any]:
         "plannable_bytes": int(by["plannable_bytes"].sum()) if len(by) else 0,
         "reclaimable_by_class": {str(k): int(v) for k, v in zip(by_class["class"], by_class["bytes"], strict=True)},
         "unexplained_bytes": int(known.sum()) if len(known) else None,
-        "by_cluster": {str(r.cluster): cluster_row(r) for r in by.itertuples(index=False)},
+        "remote_bytes": remote["remote_bytes"],
+        "remote_plannable_bytes": remote["remote_plannable_bytes"],
+        "remote_bytes_by_class": remote["remote_bytes_by_class"],
+        "by_cluster": {str(r.cluster): {**cluster_row(r), **remote["by_cluster"].get(str(r.cluster), _NO_REMOTE)}
+                       for r in by.itertuples(index=False)},
     }

@@ -8,7 +8,8 @@ import pandas as pd
 from pipelines.analytics.fmt import human_bytes, pct
 from pipelines.analytics.plots import _BLUE, _GREY, _ORANGE, _RED, Chart, _empty, _figure, _labels, _legend, _unit
 
-__all__ = ["plot_fleet_disk", "plot_fleet_growth", "plot_fleet_over_time", "plot_fleet_reclaimable"]
+__all__ = ["plot_fleet_disk", "plot_fleet_growth", "plot_fleet_over_time", "plot_fleet_reclaimable",
+           "plot_remote_beside_local"]
 
 
 #: Bars per cluster chart: the largest clusters (the tables beside the charts list them all; the takeaways count
@@ -109,3 +110,32 @@ def plot_fleet_over_time(df: pd.DataFrame) -> Chart:
                 f"{human_bytes(last['reclaimable_bytes'])} ({x[-1]}, {int(last['clusters'])} clusters), "
                 f"{pct(last['reclaimable_share'])} of the fleet's partition-dir bytes.")
     return Chart("fleet_over_time", title, fig, takeaway)
+
+
+def plot_remote_beside_local(df: pd.DataFrame) -> Chart:
+    """Local partition-dir bytes and remote-tier bytes per cluster, side by side, the largest ``CHART_CLUSTERS``
+    (``RemoteView.by_cluster``, of the fleet or of one cluster); clusters without a remote figure count as local
+    only in the takeaway."""
+    title = "Local and remote (KIP-405) bytes by cluster"
+    tiered = df[df["remote_bytes"].notna()] if len(df) else df
+    if tiered.empty:
+        return _empty("remote_beside_local", title, "no cluster has remote segments in its newest run")
+    both = tiered.assign(total=tiered["local_bytes"] + tiered["remote_bytes"].astype("int64"))
+    bars, shown_title = _largest(both, "total", title)
+    fig, ax = _figure(shown_title, height=_height(2 * len(bars)))
+    labels = _labels(bars["cluster"])[::-1]
+    remote = bars["remote_bytes"].astype("int64")
+    div, unit = _unit(bars["local_bytes"], remote)
+    y = list(range(len(bars)))
+    ax.barh([i + 0.2 for i in y], list((bars["local_bytes"] / div)[::-1]), height=0.4, color=_BLUE,
+            label="local (broker disks)")
+    ax.barh([i - 0.2 for i in y], list((remote / div)[::-1]), height=0.4, color=_ORANGE, label="remote tier")
+    ax.set_yticks(y, labels)
+    ax.set_xlabel(unit)
+    _legend(ax)
+    local, far = int(tiered["local_bytes"].sum()), int(tiered["remote_bytes"].sum())
+    top = both.loc[both["remote_bytes"].astype("int64").idxmax()]
+    takeaway = (f"{len(tiered)} tiered cluster(s) hold {human_bytes(far)} in the remote tier beside "
+                f"{human_bytes(local)} on broker disks ({pct(far / (far + local) if far + local else 0.0)} remote); "
+                f"the most remote: {top['cluster']} with {human_bytes(top['remote_bytes'])}.")
+    return Chart("remote_beside_local", title, fig, takeaway)

@@ -8,12 +8,13 @@ from datetime import datetime, timezone
 
 from pipelines.analytics import fleet as f
 from pipelines.analytics import fleet_plots, plots
+from pipelines.analytics.fleet_remote import fleet_remote_view
 from pipelines.analytics.fmt import human_bytes
 from pipelines.analytics.report import Section, page_html
 from pipelines.redaction import redact_text
 from pipelines.terminal_text import html_text
 
-__all__ = ["fleet_sections", "render_fleet_report"]
+__all__ = ["fleet_sections", "remote_sections", "render_fleet_report"]
 
 #: Per-cluster tables list every cluster (a fleet of a few hundred clusters is still one page).
 _ALL_ROWS = 10_000
@@ -39,8 +40,26 @@ def fleet_sections(fleet: f.Fleet) -> list[Section]:
         Section("Top topics across the fleet", plots.plot_top_topics(labelled), top),
         Section("Growth per cluster", fleet_plots.plot_fleet_growth(growth), growth),
         Section("Reclaimable over time", fleet_plots.plot_fleet_over_time(over_time), over_time),
+        *remote_sections(fleet),
         Section("Newest GC plan per cluster", None, f.fleet_plans(fleet),
                 "Review a plan with notebooks/gc_plan_review.ipynb (cluster and plan_id parameters)."),
+    ]
+
+
+def remote_sections(fleet: f.Fleet) -> list[Section]:
+    """The remote tier (KIP-405) beside the local bytes, per cluster, class and topic; one section saying why there
+    is nothing to show when no cluster's newest run has remote segments."""
+    view = fleet_remote_view(fleet, 10)
+    if not view.configured:
+        return [Section("Remote tier (KIP-405)", None, view.by_cluster, view.note)]
+    top = view.top_topics
+    return [
+        Section("Remote tier (KIP-405) by cluster", fleet_plots.plot_remote_beside_local(view.by_cluster),
+                view.by_cluster, view.note),
+        Section("Remote tier by class (fleet)", None, view.by_class),
+        Section("Remote tier by cluster and class", None, view.by_cluster_class),
+        Section("Remote tier: top topics across the fleet", None, top,
+                "local_bytes: the topic's partition-dir bytes in the same cluster's newest run."),
     ]
 
 
@@ -57,6 +76,8 @@ def render_fleet_report(fleet: f.Fleet, *, generated_at: datetime | None = None)
         ("plannable now", human_bytes(figs["plannable_bytes"])),
         ("unexplained (per filesystem)", human_bytes(figs["unexplained_bytes"])),
     ]
+    if figs["remote_bytes"] is not None:
+        tiles.append(("remote tier (KIP-405)", human_bytes(figs["remote_bytes"])))
     meta = (f"newest run of each cluster · warehouse {html_text(redact_text(fleet.root), 1000)} · "
             f"generated {at:%Y-%m-%d %H:%M} UTC")
     sections = fleet_sections(fleet) if figs["clusters"] else None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pipelines.analytics import capacity, ledger, plots, reclaim, remote_bytes, review, trends
@@ -54,6 +55,7 @@ def key_figures(wh: Warehouse, run_id: str | None = None) -> dict[str, Any]:
         "reclaimable_by_class": {str(k): int(v) for k, v in zip(by_class["class"], by_class["bytes"], strict=True)},
         "unexplained_bytes": int(fs["unexplained_bytes"].sum()) if len(fs) else None,
         "reclaimable_first_run": int(over_time["reclaimable_bytes"].iloc[0]) if len(over_time) else None,
+        **remote_bytes.remote_figures(wh, run),
     }
 
 
@@ -111,6 +113,8 @@ def report_sections(wh: Warehouse, run_id: str | None = None) -> list[Section]:
 
 
 def _cell(column: str, value: Any) -> str:
+    if isinstance(value, np.generic):  # a nullable (Int64) column yields numpy scalars, not Python ones
+        value = value.item()
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in value)
     if value is None or (not isinstance(value, str) and pd.isna(value)):
