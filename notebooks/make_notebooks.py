@@ -78,6 +78,16 @@ CAPACITY = [
                   "    display(a.plot_reclaimable_over_time(over_time))"),
     new_code_cell("if not fleet_view:\n    display(a.table_history(wh, \"partition_dirs\"))\n"
                   "    display(a.bytes_by_version(wh, \"partition_dirs\"))"),
+    new_markdown_cell("## Remote tier (KIP-405) beside the local bytes\n\nFor the fleet or the one cluster: remote "
+                      "bytes (as listed in the tier, `remote_ok` included) per cluster, class and topic, beside the "
+                      "crawl's partition-dir bytes. A warehouse without the remote tier says so."),
+    new_code_cell("remote = a.fleet_remote_view(fleet, 10) if fleet_view else a.remote_view(wh, run, 10)\n"
+                  "print(remote.note)\n"
+                  "if remote.configured:\n    display(a.shown_frame(remote.by_cluster))\n"
+                  "    display(a.plot_remote_beside_local(remote.by_cluster))\n"
+                  "    display(a.shown_frame(remote.by_class))\n"
+                  "    display(a.shown_frame(remote.by_cluster_class))\n"
+                  "    display(a.shown_frame(remote.top_topics))"),
     new_markdown_cell("## Key figures"),
     new_code_cell("import json\n\nfigures = a.fleet_figures(fleet) if fleet_view else a.key_figures(wh, run)\n"
                   "print(json.dumps(figures, indent=1))\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +20,21 @@ pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 from tests.analytics.notebook_runner import html_outputs, run_notebook, stream_text
+from tests.analytics.remote_fleet import Segment, add_remote_findings
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def test_capacity_notebook(demo, tmp_path: Path) -> None:
+    """On a tiered cluster's warehouse: the demo's with remote findings in its newest run (and an older run's)."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(demo.warehouse, warehouse)
+    remote = add_remote_findings(warehouse, "demo", "run-2", [Segment("orders", 3 * 2**20),
+                                                              Segment("gone.topic", 2**20, live=False)])
+    add_remote_findings(warehouse, "demo", "run-1", [Segment("orders", 2**40)])
     out = tmp_path / "capacity.json"
     nb = run_notebook(NOTEBOOKS / "capacity_analysis.ipynb",
-                      {"warehouse": str(demo.warehouse), "cluster": None, "run_id": None, "figures_out": str(out)})
+                      {"warehouse": str(warehouse), "cluster": None, "run_id": None, "figures_out": str(out)})
     figures = json.loads(out.read_text())
     store = demo.store()
     dirs = store.read_rows("partition_dirs", {"run_id": "run-2"})
@@ -41,8 +49,16 @@ def test_capacity_notebook(demo, tmp_path: Path) -> None:
     assert figures["plannable_bytes"] == sum(r["bytes"] for r in garbage if r["plannable"])
     assert figures["reclaimable_first_run"] == sum(r["bytes"] for r in first)
     assert set(figures["reclaimable_by_class"]) == {r["class"] for r in garbage}
+    assert figures["remote_bytes"] == sum(f.bytes for f in remote) > 0
+    assert figures["remote_plannable_bytes"] == sum(f.bytes for f in remote if f.plannable) > 0
     charts = [h for h in html_outputs(nb) if h.startswith("<figure")]
-    assert len(charts) == 10 and all("<figcaption>" in h for h in charts)
+    assert len(charts) == 11 and all("<figcaption>" in h for h in charts)
+    assert 'id="remote_beside_local"' in charts[-1]
+    beside = [h for h in html_outputs(nb) if "remote_plannable_bytes" in h and "local_bytes" in h]
+    row = re.search(r"<td>demo</td>\s*<td>run-2</td>((?:\s*<td>.*?</td>)+)", beside[0])
+    cells = [int(c) for c in re.findall(r"<td>(.*?)</td>", row.group(1))]
+    assert cells == [figures["total_bytes"], figures["reclaimable_bytes"], len(remote), figures["remote_bytes"],
+                     figures["remote_plannable_bytes"]]
     assert '"reclaimable_bytes"' in stream_text(nb)
 
 
