@@ -7,7 +7,8 @@ Two halves, so Spark can run one task per metadata partition:
   per partition, the earliest and the end offset. The end offsets are the snapshot: records produced after it are
   not waited for, and ``as_of_ms`` (the time just before the end offsets were asked for) is the time up to which a
   partition is known current. An unreachable cluster raises :class:`~pipelines.errors.SourceUnavailable` (exit 3),
-  one line naming the servers and the cause.
+  one line naming the servers and the cause. Read only: no consumer group, no commit, and metadata requests never
+  ask the broker to auto-create a topic.
 * :func:`read_live` (a task per partition): fetches the partition's raw record batches from the earliest to the
   end offset with Fetch requests and reads them with the SAME reader as a replica directory
   (:mod:`~pipelines.remote_tier.metadata_topic`: record batch v2, CRC-32C, the 64 MiB decompression bound, then
@@ -126,7 +127,7 @@ def live_sources(config: RemoteMetadataConfig, *, topic: str = METADATA_TOPIC) -
         configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all")
         infinite = _infinite(configs)
         consumer = KafkaConsumer(bootstrap_servers=_servers(servers), group_id=None, enable_auto_commit=False,
-                                 **options)
+                                 allow_auto_create_topics=False, **options)
         tps = [TopicPartition(topic, p) for p in partitions]
         earliest = consumer.beginning_offsets(tps)
         as_of_ms = int(time.time() * 1000)  # before the end offsets: what they hold was committed by then
@@ -213,7 +214,8 @@ def read_live(source: LiveSource, *, max_bytes: int = FETCH_MAX_BYTES) -> Partit
     reader = _Reader(source.metadata_partition, source.url)
     offset = source.start_offset
     try:
-        client = KafkaNetClient(bootstrap_servers=_servers(source.bootstrap_servers), **dict(source.client_options))
+        client = KafkaNetClient(bootstrap_servers=_servers(source.bootstrap_servers), allow_auto_create_topics=False,
+                                **dict(source.client_options))
     except (KafkaError, ValueError) as exc:
         raise OSError(f"cannot reach {source.bootstrap_servers}: {_cause(exc)}") from None
     try:
