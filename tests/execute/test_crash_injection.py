@@ -1,8 +1,8 @@
 """kill -9 the executor at every journal step boundary in turn, rerun, and check nothing was lost or done twice.
 
-The executor runs as a subprocess (``python -m pipelines.cli.main apply ... --execute``); ``KLGC_FAULT_POINT``
-makes it SIGKILL itself at one point. The points are discovered by a traced clean run, so a new step is
-covered automatically.
+The executor runs as a process of its own (``logdir-gc apply ... --execute``, forked from a pre-imported CLI by
+:mod:`cli_forkserver`); ``KLGC_FAULT_POINT`` makes it SIGKILL itself at one point. The points are discovered by a
+traced clean run, so a new step is covered automatically.
 """
 
 from __future__ import annotations
@@ -11,29 +11,35 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
+from cli_forkserver import ForkServer
 from exec_world import LIVE, World, build_world, tree_digest
 from logdir_factory import PartitionSpec
 
 from pipelines.plan import approval
 
-ROOT = Path(__file__).resolve().parents[2]
 GARBAGE = (PartitionSpec("gone", 0, segments=(0, 100), log_content=b"x" * 3000),
            PartitionSpec("old", 3, kind="delete", log_content=b"z" * 2000))
 
 
-def _cli(w: World, tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def commands(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ForkServer]:
+    with ForkServer(tmp_path_factory.mktemp("command-output")) as server:
+        yield server
+
+
+def _cli(commands: ForkServer, w: World, tmp: Path, *args: str,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     cfg = tmp / "config.yaml"
     if not cfg.exists():
         cfg.write_text(yaml.safe_dump(w.config.model_dump(mode="json")))
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("KLGC_FAULT_POINT", None) if env is None or "KLGC_FAULT_POINT" not in env else None
-    return subprocess.run([sys.executable, "-m", "pipelines.cli.main", *args, "--config", str(cfg)], cwd=ROOT,
-                          env=full_env, capture_output=True, text=True, timeout=300)
+    clean = {k: v for k, v in os.environ.items() if k not in ("KLGC_FAULT_POINT", "KLGC_FAULT_TRACE")}
+    return commands.run([*args, "--config", str(cfg)], {**clean, **(env or {})})
 
 
 def _world(tmp: Path) -> tuple[World, dict[str, str], dict[str, dict[str, str]]]:
@@ -59,10 +65,10 @@ def _check_final(w: World, untouched: dict[str, str], originals: dict[str, dict[
     assert approval.get_plan(w.store, "plan-1").status == "applied", label
 
 
-def test_kill_at_every_step_boundary_then_rerun(tmp_path: Path) -> None:
+def test_kill_at_every_step_boundary_then_rerun(commands: ForkServer, tmp_path: Path) -> None:
     w, untouched, originals = _world(tmp_path / "trace")
     trace = tmp_path / "trace.txt"
-    clean = _cli(w, tmp_path / "trace", "apply", "plan-1", "--broker", "1", "--execute",
+    clean = _cli(commands, w, tmp_path / "trace", "apply", "plan-1", "--broker", "1", "--execute",
                  env={"KLGC_FAULT_TRACE": str(trace)})
     assert clean.returncode == 0, clean.stderr
     _check_final(w, untouched, originals, "clean run")
@@ -75,22 +81,22 @@ def test_kill_at_every_step_boundary_then_rerun(tmp_path: Path) -> None:
         label = f"{point}:{seen[point]}"
         run_dir = tmp_path / label.replace(":", "_")
         w, untouched, originals = _world(run_dir)
-        crashed = _cli(w, run_dir, "apply", "plan-1", "--broker", "1", "--execute",
+        crashed = _cli(commands, w, run_dir, "apply", "plan-1", "--broker", "1", "--execute",
                        env={"KLGC_FAULT_POINT": label})
         assert crashed.returncode == -signal.SIGKILL, f"{label}: not killed ({crashed.returncode}) {crashed.stderr}"
-        rerun = _cli(w, run_dir, "apply", "plan-1", "--broker", "1", "--execute")
+        rerun = _cli(commands, w, run_dir, "apply", "plan-1", "--broker", "1", "--execute")
         assert rerun.returncode == 0, f"{label}: rerun failed: {rerun.stderr}"
         _check_final(w, untouched, originals, label)
 
 
-def test_kill_during_restore_then_rerun(tmp_path: Path) -> None:
+def test_kill_during_restore_then_rerun(commands: ForkServer, tmp_path: Path) -> None:
     for point in ("restore.intent:1", "restore.performed:1", "restore.done:1", "restore.performed:2"):
         run_dir = tmp_path / point.replace(":", "_")
         w = build_world(run_dir, garbage=GARBAGE, live=LIVE)
         before = tree_digest(w.log_dir)
-        assert _cli(w, run_dir, "apply", "plan-1", "--broker", "1", "--execute").returncode == 0
-        crashed = _cli(w, run_dir, "restore", "plan-1", "--execute", env={"KLGC_FAULT_POINT": point})
+        assert _cli(commands, w, run_dir, "apply", "plan-1", "--broker", "1", "--execute").returncode == 0
+        crashed = _cli(commands, w, run_dir, "restore", "plan-1", "--execute", env={"KLGC_FAULT_POINT": point})
         assert crashed.returncode == -signal.SIGKILL, f"{point}: {crashed.returncode} {crashed.stderr}"
-        rerun = _cli(w, run_dir, "restore", "plan-1", "--execute", "--json")
+        rerun = _cli(commands, w, run_dir, "restore", "plan-1", "--execute", "--json")
         assert rerun.returncode == 0, f"{point}: {rerun.stdout} {rerun.stderr}"
         assert tree_digest(w.log_dir) == before, point

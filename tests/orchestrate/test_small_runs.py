@@ -72,6 +72,7 @@ def test_plan_inputs_collect_a_small_plan_in_one_job_each_and_stream_a_large_one
 
 
 @pytest.mark.spark
+@pytest.mark.second_tier  # ~47 s in CI: a speed-up, not a rule (the findings themselves: test_pipeline)
 def test_detect_with_cached_inputs_writes_the_same_findings_with_fewer_jobs(spark, tmp_path: Path) -> None:
     spec = ClusterSpec(brokers=3, jbod_dirs=2, anomalies=PRESETS["small"], now_ms=int(NOW.timestamp() * 1000),
                        seed=11)
@@ -96,7 +97,11 @@ def test_detect_with_cached_inputs_writes_the_same_findings_with_fewer_jobs(spar
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("crawled_by", ["driver", "spark tasks"])
+@pytest.mark.parametrize("crawled_by", [
+    "driver",
+    # ~36 s in CI; Spark-task crawls keep their rows in test_spark_crawl and test_pipeline under make test
+    pytest.param("spark tasks", marks=pytest.mark.second_tier),
+])
 def test_a_small_run_detects_from_what_crawl_and_ingest_kept_as_from_the_tables(
         spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crawled_by: str) -> None:
     """Crawl and ingest of a small run keep the rows they wrote; detect given them writes the findings it writes

@@ -171,7 +171,7 @@ def _assert_not_vacuous(stats: Counter[str]) -> None:
 
 
 def test_assigned_replicas_are_never_planned_or_touched() -> None:
-    _assert_not_vacuous(run_property(25))
+    _assert_not_vacuous(run_property(10))  # 200 in the slow tier below
 
 
 @pytest.mark.slow

@@ -55,6 +55,7 @@ def _env(cache: Path, repo: str) -> dict[str, str]:
     return {**os.environ, "KLGC_CACHE_DIR": str(cache), "KLGC_MAVEN_REPO": repo, "KLGC_CLASS_ARCHIVE": "off"}
 
 
+@pytest.mark.second_tier  # ~68 s in CI: two JVMs resolve 83 jars; the lock itself: test_jar_resolution_lock
 def test_two_spark_starts_at_once_on_an_empty_cache_both_succeed(tmp_path: Path, maven_repo: Path) -> None:
     env = _env(tmp_path / "cache", maven_repo.as_uri())
     runs = []
