@@ -105,7 +105,8 @@ def report_sections(wh: Warehouse, run_id: str | None = None) -> list[Section]:
         sections.append(Section("Remote tier (KIP-405) by class", None, remote,
                                 "Bytes of the run's remote segments as listed in the tier (remote_ok included); "
                                 "plannable_bytes: segments a plan may hold."))
-        sections.append(Section("Remote tier: top topics", None, remote_bytes.remote_by_topic(wh, run), ""))
+        sections.append(Section("Remote tier: top topics", None, remote_bytes.remote_view(wh, run).top_topics,
+                                "local_bytes: the topic's partition-dir bytes in the same run."))
     plan = _plan_section(wh)
     if plan is not None:
         sections.append(plan)

@@ -133,6 +133,10 @@ def test_remote_tier_bytes_appear_beside_the_local_ones(demo, tmp_path: Path) ->
     page = a.render_report(wh)
     assert "Remote tier (KIP-405) by class" in page and "Remote tier: top topics" in page
     assert "remote_deleted_topic" in page and "4.0 GiB" in page
+    local = sum(r["bytes"] for r in wh.store.read_rows("partition_dirs", {"cluster": "demo", "run_id": run})
+                if r["topic"] == "orders")
+    topics = page.split("<h2>Remote tier: top topics</h2>")[1].split("<h2>")[0]
+    assert f"<tr><td>orders</td><td>1</td><td>5.0 GiB</td><td>0 B</td><td>{a.human_bytes(local)}</td></tr>" in topics
     assert "Remote tier" not in a.render_report(a.open_warehouse(str(demo.warehouse), "demo"))
 
 
