@@ -32,6 +32,7 @@ directory listed through fsspec (``local_tiered_storage`` layout) and the contro
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -55,12 +56,16 @@ from tiered_cluster import (
     tiered_topic_config,
 )
 
+from pipelines.config.remote_tier import RemoteMetadataConfig
 from pipelines.kafka.uuid import Uuid
 from pipelines.metadata import load_metadata
 from pipelines.metadata.events import TOPIC_REMOVED
 from pipelines.remote_tier.classify import ControllerTopics, RemoteFinding, classify_remote
-from pipelines.remote_tier.events import SegmentState
+from pipelines.remote_tier.events import SegmentEvent, SegmentState, event_to_record
 from pipelines.remote_tier.listing import RemoteObjectRow
+from pipelines.remote_tier.metadata_codec import encode_remote_record
+from pipelines.remote_tier.metadata_consumer import LiveSource, live_coverage_facts, live_sources
+from pipelines.remote_tier.metadata_sources import read_replica_at
 from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, MetadataCoverage, read_replicas_under
 from pipelines.remote_tier.object_listing import list_location, listing_rows, open_location
 from pipelines.remote_tier.replay import RemoteMetadataImage, replay
@@ -346,6 +351,136 @@ def test_kafka_made_leaks_are_found_exactly(tiered: Tiered) -> None:
     assert {str(f.segment_id) for f in findings_now} == {str(f.segment_id) for f in findings}
     assert not [f for f in findings_now if f.plannable]  # Kafka's deletes happened seconds ago: grace not elapsed
     assert all("grace not elapsed" in f.reason for f in findings_now if f.topic in (NODELETE, DOWN))
+
+
+def _live_image(t: Tiered, topic: str = METADATA_TOPIC
+                ) -> tuple[MetadataCoverage, RemoteMetadataImage, list[LiveSource]]:  # fmt: skip
+    """The product's view of the metadata topic read from the LIVE cluster (``remote_tier.metadata.bootstrap_servers``):
+    one read per partition up to the end offsets taken at the start, retention from the topic's config."""
+    sources, notes = live_sources(RemoteMetadataConfig(bootstrap_servers=t.kafka.bootstrap), topic=topic)
+    assert sources and not notes
+    facts = live_coverage_facts(sources)
+    assert facts is not None
+    coverage = MetadataCoverage.from_replicas([read_replica_at(s) for s in sources], *facts)
+    return coverage, replay(coverage.events()), sources
+
+
+def test_the_live_consumer_finds_the_same_leaks_as_the_replicas(tiered: Tiered) -> None:
+    """Issue 28 point 2, the live source: ``__remote_log_metadata`` consumed from the running brokers gives the very
+    records the replica directories hold (same offsets, same decoded events) and the same ``remote_findings`` rows,
+    Kafka's leaks found exactly as from the copied dirs."""
+    live_cov, live_img, sources = _live_image(tiered)  # before the dirs: they hold at least the snapshot's records
+    dir_cov, dir_img, result = _metadata_image(tiered.kafka)
+    assert [s.metadata_partition for s in sources] == list(range(METADATA_PARTITIONS))
+    assert live_cov.retention_infinite and live_cov.num_partitions == METADATA_PARTITIONS  # read from the cluster
+    assert all(r.whole for r in live_cov.partitions.values())
+    assert sum(r.event_count for r in live_cov.partitions.values()) > 0
+    for s in sources:  # the snapshot: every record below the end offset, nothing missing, nothing else
+        from_dirs = [e for e in dir_cov.partitions[s.metadata_partition].events if e.offset < s.end_offset]
+        assert list(live_cov.partitions[s.metadata_partition].events) == from_dirs
+    assert live_img.segments == {k: v for k, v in dir_img.segments.items() if k in live_img.segments}
+
+    later = int(time.time() * 1000) + 2 * HOUR
+    loc = open_location(tiered.rsm_dir.as_uri())
+    rows = list(listing_rows(list_location(loc, LAYOUT), LAYOUT))
+    removed = {e.topic_id: e.timestamp_ms for e in result.events if e.event == TOPIC_REMOVED}
+    controller = ControllerTopics(frozenset(result.image.topics.by_id), result.image.complete, removed)
+    live = classify_remote(live_img, rows, controller, live_cov, now_ms=later, grace_ms=HOUR)
+    from_dirs = classify_remote(dir_img, rows, controller, dir_cov, now_ms=later, grace_ms=HOUR)
+    def rows_of(findings: list[RemoteFinding]) -> list[dict[str, Any]]:
+        """Rows, the replica's own time left out of the reasons (the files' mtime, or the live snapshot's time)."""
+        rows = [{**r, "reason": re.sub(r"current up to [^)]*", "current up to T", r["reason"])}
+                for r in (f.as_row("it", "r") for f in findings)]
+        return sorted(rows, key=lambda r: (r["topic"], str(r["segment_id"])))
+
+    assert rows_of(live) == rows_of(from_dirs) and len(live) >= 4 * (ROUNDS - 1)
+    assert {(f.topic, f.class_name) for f in live if f.plannable} == {
+        (NODELETE, "remote_delete_leaked"), (DOWN, "remote_deleted_topic")}
+    on_disk = _remote_files(tiered.rsm_dir)
+    assert {str(f.segment_id) for f in live if f.plannable} == set(on_disk[NODELETE]) | set(on_disk[DOWN])
+
+
+def test_the_live_read_runs_in_spark_tasks(tiered: Tiered, spark: Any) -> None:
+    """The step's read (one Spark task per partition, the live source pickled into it) ships the same events and
+    summaries as the pure read."""
+    from pipelines.remote_tier.spark_classify import choose_sources, metadata_frame
+
+    sources, _notes = live_sources(RemoteMetadataConfig(bootstrap_servers=tiered.kafka.bootstrap))
+    pure = {s.metadata_partition: read_replica_at(s) for s in sources}
+    rows = [r.asDict() for r in metadata_frame(spark, sources).collect()]
+    chosen = choose_sources(r for r in rows if r["_kind"] == "read")
+    assert {mp: (r.source, r.first_offset, r.last_offset, r.event_count, r.whole) for mp, r in chosen.items()} == {
+        mp: (r.source, r.first_offset, r.last_offset, len(r.events), r.whole) for mp, r in pure.items()}
+    events = [r for r in rows if r["_kind"] == "event"]
+    assert sorted((r["metadata_partition"], r["offset"], r["segment_id"], r["state"]) for r in events) == sorted(
+        (e.metadata_partition, e.offset, str(e.segment_id), e.state) for r in pure.values() for e in r.events)
+
+
+BOMB_BYTES = 80 * 1024 * 1024
+"""A record that zstd shrinks to a few KiB and that expands past the reader's 64 MiB bound."""
+
+
+def _plant(t: Tiered, topic: str, config: dict[str, str], values: list[bytes]) -> None:
+    """A topic holding ``values`` (zstd, one batch per value), produced by a real client through the real broker."""
+    from kafka import KafkaProducer
+
+    admin = t.kafka.admin()
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [1]}, topic_configs=config)])
+        wait_for(f"topic {topic} with a leader", lambda: _led(admin, topic))
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=t.kafka.bootstrap, compression_type="zstd", linger_ms=0,
+                             max_request_size=BOMB_BYTES + (1 << 20), acks="all")
+    try:
+        for v in values:
+            producer.send(topic, v, partition=0).get(90)
+    finally:
+        producer.close(5)
+
+
+def test_live_reads_are_bounded_and_tell_what_may_be_unrecorded(tiered: Tiered) -> None:
+    """Lies a real broker serves (no mock): a record whose batch expands past the reader's bound (64 MiB) is an
+    error at its offset, never an allocation of its size, and the records around it are read; a partition whose
+    earliest offset is not 0 (DeleteRecords) and a topic whose retention is not infinite both say that segments
+    may be unrecorded, as the directory path does."""
+    import tracemalloc
+
+    from kafka import TopicPartition
+
+    tid = Uuid.from_bytes(bytes([1]) * 16)
+    good = [encode_remote_record(event_to_record(SegmentEvent(
+        "t", tid, 0, Uuid.from_bytes(bytes([i + 2]) * 16), 0, 1, 1_000 + i, True, 0, 9, 10))) for i in range(5)]
+    planted = "planted-remote-metadata"
+    _plant(tiered, planted, {"retention.ms": "-1", "retention.bytes": "-1"}, [*good[:3], bytes(BOMB_BYTES), *good[3:]])
+    admin = tiered.kafka.admin()
+    try:
+        admin.delete_records({TopicPartition(planted, 0): 1})  # the log start moves to offset 1
+    finally:
+        admin.close()
+    sources, _ = live_sources(RemoteMetadataConfig(bootstrap_servers=tiered.kafka.bootstrap), topic=planted)
+    [source] = sources
+    assert (source.start_offset, source.end_offset) == (1, 6)
+    tracemalloc.start()
+    try:
+        read = read_replica_at(source)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < BOMB_BYTES  # kafka-python's own consumer holds the expanded record (and more) here
+    assert [e.offset for e in read.events] == [1, 2, 4, 5]  # offset 0 deleted, 3 refused, the rest read
+    assert read.unreliable_from == 3 and any("expands beyond 67108864 bytes" in p for p in read.problems)
+    coverage = MetadataCoverage.from_replicas([read], *live_coverage_facts(sources))
+    assert coverage.retention_infinite
+    assert coverage.unrecorded_reason(tid, 0) == f"{METADATA_TOPIC}-0 was read from offset 1, not 0"
+
+    finite = "planted-remote-metadata-finite"
+    _plant(tiered, finite, {"retention.ms": str(7 * 24 * HOUR)}, good[:1])
+    sources, _ = live_sources(RemoteMetadataConfig(bootstrap_servers=tiered.kafka.bootstrap), topic=finite)
+    assert live_coverage_facts(sources) == (1, False)
+    coverage = MetadataCoverage.from_replicas([read_replica_at(s) for s in sources], *live_coverage_facts(sources))
+    assert coverage.partitions[0].whole
+    assert coverage.unrecorded_reason(tid, 0) == f"{METADATA_TOPIC} retention is not infinite"
 
 
 def test_live_tiered_topic_reads_from_offset_zero(tiered: Tiered) -> None:
