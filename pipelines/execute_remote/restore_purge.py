@@ -104,8 +104,15 @@ def _restore_blocker(tier: TierStore, h: SegmentHistory) -> str | None:
         problem = _copy_problem(tier, key, facts)
         if problem is not None:
             return f"[copy_changed] {problem}"
-        if key not in restored and key not in h.intended("restore_copy") and tier.head(key) is not None:
+        if key in restored or tier.head(key) is None:
+            continue
+        if key not in h.intended("restore_copy"):
             return f"[occupied] {key!r} exists again; a restore never replaces an object"
+        # An interrupted copy back: the object there is ours only if it is the quarantined copy's twin.
+        src = tier.head(str(facts["dst"]))
+        if src is None or copy_verdict(tier, str(facts["dst"]), src, key)[0] is not None:
+            return (f"[occupied] {key!r} is not the quarantined copy an interrupted restore began to copy back "
+                    "(another writer, or a partial copy): a restore never replaces an object")
     return None
 
 

@@ -191,6 +191,22 @@ def test_a_crash_mid_restore_is_recovered(tmp_path: Path, monkeypatch: pytest.Mo
     assert {k: v for k, v in w.tier.objects().items() if k.startswith(OWNED)} == w.originals
 
 
+def test_a_foreign_object_written_where_an_interrupted_restore_copied_back_is_never_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lie: the journal says a copy back began (intent, no done) and an object is at the key; it is not ours."""
+    w = build_remote_world(tmp_path)
+    _apply(w, execute=True)
+    _crash_at(monkeypatch, "restore_copy.performed:1")
+    with pytest.raises(Crash):
+        restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
+    monkeypatch.delenv(faults.ENV_POINT)
+    (back,) = [k for k in w.originals if k in w.tier.objects()]
+    w.tier.put(back, b"foreign")
+    r = restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
+    assert len(r.failed) == 1 and "[occupied]" in next(iter(r.failed.values()))
+    assert w.tier.read(back) == b"foreign" and w.tier.read(w.quarantine(back)) == w.originals[back]
+
+
 def test_restore_never_replaces_an_object_that_took_the_name_again(tmp_path: Path) -> None:
     w = build_remote_world(tmp_path)
     _apply(w, execute=True)
