@@ -127,7 +127,7 @@ def lineage_frame(store: TableStore, config: AppConfig, run_id: str, partitions:
     return (joined.where((F.col("n") == 1) & (last_epoch == F.col("leader_epoch").cast("long")))
             .select(F.lit(LINEAGE_KIND).alias("_kind"), "source", "topic_id", "partition", "leader_epochs",
                     F.lit(None).cast("long").alias("end_offset"),
-                    (F.unix_micros("crawled_at") // 1000).alias("as_of_ms")))
+                    F.unix_millis("crawled_at").alias("as_of_ms")))
 
 
 def _not_whole(read: Any) -> str:
