@@ -113,7 +113,7 @@ def apply_remote(config: AppConfig, store: TableStore, plan_id: str, *, execute:
         report.problems += journal.problems
         return report
     try:
-        with remote_lock(config):
+        with remote_lock(config, tools.tier, tools.target, "apply"):
             history = histories(journal, plan_id)
             report.problems += journal.problems
             _survey(items, history, plan, tools, controller, metadata, host)  # budgets, before anything moves

@@ -11,6 +11,8 @@ Steps of one segment: ``item.intent``; per key ``copy.intent`` → (server-side 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,10 @@ from typing import Any
 from pipelines.config.models import AppConfig
 from pipelines.errors import ConfigError
 from pipelines.execute.journal import DONE, INTENT, Journal, JournalRecord
-from pipelines.execute.locks import FileLock, executor_lock
+from pipelines.execute.locks import executor_lock
+from pipelines.execute_remote.target import RemoteTarget
+from pipelines.execute_remote.tier_lease import TierLease
+from pipelines.execute_remote.tier_store import TierStore
 from pipelines.plan.model import REMOTE_BROKER_ID
 
 __all__ = ["SegmentHistory", "open_journal", "remote_lock", "remote_state_dir"]
@@ -39,9 +44,12 @@ def open_journal(config: AppConfig, cluster: str) -> Journal:
     return journal
 
 
-def remote_lock(config: AppConfig) -> FileLock:
-    """One remote executor per state dir (the store itself has no lock: run one remote executor per tier)."""
-    return executor_lock(remote_state_dir(config), REMOTE_BROKER_ID)
+@contextmanager
+def remote_lock(config: AppConfig, tier: TierStore, target: RemoteTarget, command: str) -> Iterator[None]:
+    """One remote executor per state dir (a lock file) and per tier (a lease object in the tier: :mod:`.tier_lease`),
+    taken in that order."""
+    with executor_lock(remote_state_dir(config), REMOTE_BROKER_ID), TierLease(tier, target, command):
+        yield
 
 
 @dataclass

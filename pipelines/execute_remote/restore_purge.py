@@ -72,7 +72,7 @@ def restore_remote(config: AppConfig, store: TableStore, plan_id: str, *, item_i
                     report.skipped[iid[1]] = why
         report.problems += journal.problems
         return report
-    with remote_lock(config):
+    with remote_lock(config, tools.tier, tools.target, "restore"):
         history = histories(journal, plan_id)
         report.problems += journal.problems
         for (_, iid), h in sorted(history.items()):
@@ -158,7 +158,7 @@ def purge_remote(config: AppConfig, *, older_than_ms: int | None = None, execute
     tools = tools or RemoteTools.of(config)
     journal = open_journal(config, config.cluster)
     report = PurgeReport(REMOTE_BROKER_ID, execute)
-    with remote_lock(config) if execute else nullcontext():
+    with remote_lock(config, tools.tier, tools.target, "purge") if execute else nullcontext():
         due = []
         for (pid, iid), h in sorted(histories(journal).items()):
             at = h.quarantined_at

@@ -8,6 +8,7 @@ Keys are relative to the tier's ``location`` (:class:`~pipelines.remote_tier.obj
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +125,42 @@ class TierStore:
         else:
             self.fs.rm_file(path)
         self._forget(path)
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Write ``key`` only if no object has that name; True when this call created it. S3: one PUT with
+        ``If-None-Match: *``; local disk: ``O_CREAT | O_EXCL``; other stores: a look, then a write (not atomic)."""
+        path = self._path(key)
+        call = getattr(self.fs, "call_s3", None)
+        try:
+            if call is not None:
+                bucket, _, name = path.partition("/")
+                try:
+                    call("put_object", Bucket=bucket, Key=name, Body=data, IfNoneMatch="*")
+                except OSError as exc:
+                    if _precondition_failed(exc):
+                        return False
+                    raise
+            elif self.fs.protocol in ("file", ("file", "local")):
+                os.makedirs(posixpath.dirname(path), exist_ok=True)
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    return False
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    os.fsync(f.fileno())
+            elif self.head(key) is not None:
+                return False
+            else:
+                self.fs.pipe_file(path, data)
+        finally:
+            self._forget(path)
+        return True
+
+    def read_head(self, key: str, limit: int) -> bytes:
+        """At most ``limit`` bytes from the start of ``key``."""
+        with self.fs.open(self._path(key), "rb") as f:
+            return f.read(limit)
 
     def digest(self, key: str) -> str:
         """sha256 of the object's bytes, streamed."""

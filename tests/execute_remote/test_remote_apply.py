@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -24,11 +25,12 @@ from remote_world import (
     write_metadata_log,
 )
 
-from pipelines.errors import PlanError, PolicyViolation
+from pipelines.errors import ExecutorBusy, PlanError, PolicyViolation
 from pipelines.execute import faults
 from pipelines.execute_remote.apply import apply_remote
 from pipelines.execute_remote.restore_purge import purge_remote, restore_remote
 from pipelines.execute_remote.target import RemoteTarget
+from pipelines.execute_remote.tier_lease import LEASE_NAME
 from pipelines.plan import approval
 from pipelines.plan.model import GcPlan, RemoteKey
 from pipelines.remote_tier.events import SegmentState
@@ -416,3 +418,24 @@ def test_an_item_whose_claims_disagree_with_its_keys_is_refused(tmp_path: Path, 
     report = apply_remote(w.config, w.store, lying.plan_id, execute=True, tools=w.tools)
     assert _rules(report) == {"inconsistent"}
     assert all(w.tier.read(k) == v for k, v in w.originals.items())
+
+
+def test_a_tier_leased_by_another_remote_executor_is_refused_and_nothing_moves(tmp_path: Path) -> None:
+    """Another host's remote executor (its own state dir: this host's lock cannot see it) holds the tier's lease."""
+    w = build_remote_world(tmp_path)
+    lease = f"{w.tools.target.quarantine_folder}{LEASE_NAME}"
+    w.tier.put(lease, json.dumps({"command": "apply", "host": "other-host", "pid": 4242,
+                                  "since": "2026-11-28T10:00:00+00:00"}).encode())
+    before = w.tier.objects()
+    floor = w.config.executor.purge_retention_floor_ms
+    for run in (lambda: _apply(w, execute=True),
+                lambda: restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools),
+                lambda: purge_remote(w.config, older_than_ms=floor, execute=True, tools=w.tools)):
+        with pytest.raises(ExecutorBusy, match=r"\[tier_lease\].*apply on other-host, pid 4242"):
+            run()
+    assert w.tier.objects() == before
+    os.remove(w.tier.path(lease))  # the operator, once sure no other run is alive
+    _apply(w, execute=True)
+    after = w.tier.objects()
+    assert lease not in after, "a run leaves no lease behind"
+    assert all(after.get(w.quarantine(k)) == v and k not in after for k, v in w.originals.items())

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from remote_world import SEGMENTS, RemoteWorld, build_remote_world
 
+from pipelines.errors import ExecutorBusy
 from pipelines.execute import faults
 from pipelines.execute_remote.apply import apply_remote
 from pipelines.execute_remote.restore_purge import restore_remote
+from pipelines.execute_remote.tier_lease import TierLease
 from tests.objectstore.conftest import Bucket, aws, bucket, moto  # noqa: F401 - the object-store fixtures
 
 LATER = timedelta(days=2)  # objects written now are past the host's 24 h grace floor then
@@ -179,3 +181,15 @@ def test_purge_deletes_only_the_verified_copies_on_s3(tmp_path: Path, aws: Bucke
     assert [i.item_id for i in report.items] == [second.item_id]
     assert aws.read(replaced) == b"written into the quarantine after the check"
     assert not [k for k in aws.keys("tier/.logdir-gc-quarantine/") if str(second.segment_id) in k]
+
+
+def test_two_remote_executors_on_one_bucket_cannot_both_hold_its_lease(tmp_path: Path, aws: Bucket) -> None:  # noqa: F811
+    """The lease is one conditional PUT (``If-None-Match: *``): the second executor is refused until the first is
+    done, whatever host it runs on."""
+    w = _world(tmp_path, aws)
+    with TierLease(w.tools.tier, w.tools.target, "apply"):
+        with pytest.raises(ExecutorBusy, match=r"\[tier_lease\]"), TierLease(w.tools.tier, w.tools.target, "purge"):
+            pass
+        assert w.tools.tier.create_exclusive("probe", b"1") and not w.tools.tier.create_exclusive("probe", b"2")
+    with TierLease(w.tools.tier, w.tools.target, "restore"):  # released: the next one takes it
+        pass
