@@ -28,16 +28,28 @@ def _one_line(exc: BaseException) -> str:
     return escape(text[:_MAX_ERROR])
 
 
-def _read_bytes(loc: Any, key: str) -> bytes:
+def _read_local(loc: Any, keys: list[str]) -> list[bytes | BaseException]:
+    """Each key's bytes: a regular file only, opened without blocking, refused above the bound."""
+    from pipelines.kafka.bounded_read import read_regular_file
+
+    out: list[bytes | BaseException] = []
+    for key in keys:
+        try:
+            out.append(read_regular_file(loc.path(key), "manifest", MAX_MANIFEST_BYTES))
+        except Exception as exc:  # one object's failure is its own finding's reason, never the task's
+            out.append(exc)
+    return out
+
+
+def _read_all(loc: Any, keys: list[str]) -> list[bytes | BaseException]:
+    """Each key's first ``MAX_MANIFEST_BYTES + 1`` bytes (more is refused by the parser), fetched concurrently by
+    the object stores' filesystems (one ranged GET each), or the error of that key."""
     from fsspec.implementations.local import LocalFileSystem
 
-    path = loc.path(key)
     if isinstance(loc.fs, LocalFileSystem):
-        from pipelines.kafka.bounded_read import read_regular_file
-
-        return read_regular_file(path, "manifest", MAX_MANIFEST_BYTES)
-    with loc.fs.open(path, "rb") as f:
-        return f.read(MAX_MANIFEST_BYTES + 1)  # parse_manifest refuses anything longer than the bound
+        return _read_local(loc, keys)
+    paths = [loc.path(k) for k in keys]
+    return list(loc.fs.cat_ranges(paths, [0] * len(paths), [MAX_MANIFEST_BYTES + 1] * len(paths), on_error="return"))
 
 
 def read_manifests(location: str, storage_options: Mapping[str, Any] | None, rows: Iterable[RemoteObjectRow],
@@ -55,12 +67,21 @@ def read_manifests(location: str, storage_options: Mapping[str, Any] | None, row
         loc = open_location(location, storage_options)
     except Exception as exc:  # the tier cannot be opened: every manifest of the group is unreadable
         return {seg: f"the tier could not be opened to read it: {_one_line(exc)}" for seg in keys}
+    small = []
     for seg, row in keys.items():
         if row.size > MAX_MANIFEST_BYTES:
             out[seg] = f"listed at {row.size} bytes, above the {MAX_MANIFEST_BYTES}-byte bound (not read)"
-            continue
+        else:
+            small.append(seg)
+    try:
+        read = _read_all(loc, [keys[seg].key for seg in small])
+    except Exception as exc:  # the store failed the whole batch: every manifest of it is unreadable
+        read = [exc] * len(small)
+    for seg, data in zip(small, read, strict=True):
         try:
-            out[seg] = parse_manifest(_read_bytes(loc, row.key))
+            if isinstance(data, BaseException):
+                raise data
+            out[seg] = parse_manifest(data)
         except Exception as exc:  # one object's failure is its own finding's reason, never the task's
             out[seg] = _one_line(exc)
     return out

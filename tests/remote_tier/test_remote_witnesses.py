@@ -120,3 +120,33 @@ def test_the_crawl_keeps_the_leader_epoch_checkpoint_it_parsed(tmp_path) -> None
     result = crawl_local([Broker(1, (str(log_dir),), {})], run_id="r1", cluster="c1")
     got = {r["dir_name"]: r["leader_epochs"] for r in result.partition_dirs}
     assert got == {"orders-0": "[[0,0],[2,100]]", "orders-1": None, "orders-2": None, "orders-3": None}
+
+
+def test_manifests_on_an_object_store_are_read_bounded_and_each_failure_stays_its_own(tmp_path) -> None:
+    """Through fsspec's memory store (ranged reads, as on S3): the lying one is parsed and names another segment, one
+    listed above the bound is never fetched, one that grew past it after the listing is refused, a missing one is
+    that segment's error only."""
+    import fsspec
+
+    from pipelines.remote_tier.aiven_manifest import MAX_MANIFEST_BYTES, ManifestWitness
+    from pipelines.remote_tier.manifest_reads import read_manifests
+
+    listed = write_bucket(tmp_path / "bucket")
+    fs = fsspec.filesystem("memory")
+    root = "/witness-tier"
+    for o in listed:
+        fs.pipe(f"{root}/{o.key}", (tmp_path / "bucket" / o.key).read_bytes())
+    rows = list(parse_listing(listed, "aiven", PREFIX))
+    by_name = {n: next(r for r in rows if r.segment_id == SEG[n] and r.object_kind == "rsm-manifest") for n in SEG}
+    fs.pipe(f"{root}/{by_name['inside'].key}", b" " * (MAX_MANIFEST_BYTES + 10))  # grew after the listing
+    fs.rm(f"{root}/{by_name['outside'].key}")
+    rows = [r if r is not by_name["garbled"] else type(r)(**{**{f: getattr(r, f) for f in r.__slots__},
+                                                             "size": MAX_MANIFEST_BYTES + 1}) for r in rows]
+    got = read_manifests(f"memory://{root}", {}, rows, [r.segment for r in rows if r.segment])
+    names = {v: k for k, v in SEG.items()}
+    got = {names[seg[2]]: v for seg, v in got.items()}
+    assert isinstance(got["honest"], ManifestWitness) and got["honest"].segment_id == SEG["honest"]
+    assert isinstance(got["lying"], ManifestWitness) and got["lying"].segment_id == uid(77)
+    assert got["garbled"].startswith("listed at") and "not read" in got["garbled"]
+    assert "larger than" in got["inside"]
+    assert "FileNotFoundError" in got["outside"]
