@@ -416,6 +416,40 @@ def test_the_live_read_runs_in_spark_tasks(tiered: Tiered, spark: Any) -> None:
         (e.metadata_partition, e.offset, str(e.segment_id), e.state) for r in pure.values() for e in r.events)
 
 
+def test_the_run_step_reads_the_live_cluster(tiered: Tiered, spark: Any, tmp_path: Path) -> None:
+    """``logdir-gc run``'s remote step configured with ``remote_tier.metadata.bootstrap_servers`` (its
+    ``metadata_sources``, the coverage facts from the live cluster, one Spark task per partition) writes the
+    ``remote_findings`` the copied replicas give: Kafka's two leaks plannable, every other segment not."""
+    from pipelines.config.load import config_from_dict
+    from pipelines.metadata.source import ControllerView
+    from pipelines.orchestrate.remote_tier_step import remote_tier_step
+    from pipelines.orchestrate.steps import of_run
+    from pipelines.tables.schemas import ALL_TABLES
+    from pipelines.tables.warehouse_store import warehouse_store
+
+    result = load_metadata(str(tiered.kafka.metadata_dir))
+    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    config = config_from_dict({
+        "cluster": "it", "warehouse": str(tmp_path / "warehouse"), "detect": {"grace_ms": HOUR},
+        "remote_tier": {"layout": LAYOUT, "location": tiered.rsm_dir.as_uri(), "owned_prefix": "kafka-tiered-storage/",
+                        "metadata": {"bootstrap_servers": tiered.kafka.bootstrap}}})
+    store = warehouse_store(config.warehouse, engine="spark", spark=spark)
+    for name in ("metadata_events", "remote_objects", "remote_log_segments", "remote_findings"):
+        store.create_if_missing(ALL_TABLES[name])
+    store.append("metadata_events", [
+        {"cluster": "it", "offset": e.offset, "event": e.event, "topic_id": str(e.topic_id), "topic": e.topic,
+         "timestamp": datetime.fromtimestamp(e.timestamp_ms / 1000, tz=timezone.utc), "source": "test", "run_id": "r"}
+        for e in result.events if e.event == TOPIC_REMOVED])
+    report = remote_tier_step(spark, store, config, "r", ControllerView(result.image, (), "test"), now=later)
+    assert report.counts["metadata_partitions"] == report.counts["metadata_replicas"] == METADATA_PARTITIONS
+    assert not [n for n in report.notes if METADATA_TOPIC in n]  # every partition read whole, retention -1
+    rows = {r["segment_id"]: r for r in (x.asDict() for x in of_run(store, "remote_findings", "it", "r").collect())}
+    pure, _objects = _findings(tiered, int(later.timestamp() * 1000))
+    assert {sid: (r["class"], r["plannable"], r["bytes"]) for sid, r in rows.items()} == {
+        str(f.segment_id): (f.class_name, f.plannable, f.bytes) for f in pure}
+    assert {r["topic"] for r in rows.values() if r["plannable"]} == {NODELETE, DOWN}
+
+
 BOMB_BYTES = 80 * 1024 * 1024
 """A record that zstd shrinks to a few KiB and that expands past the reader's 64 MiB bound."""
 
