@@ -89,6 +89,9 @@ class RemoteTierConfig(_Strict):
                                             " are not in the manifest's destination bucket (a copy)")
     plan_untracked: bool = Field(default=False, description="segments no metadata record names may be planned"
                                  " (only with a complete metadata topic)")
+    read_manifests: bool = Field(default=True, description="layout aiven: read the .rsm-manifest of each plannable"
+                                 " segment as a second witness (one ranged GET each); false only for a run that"
+                                 " cannot read the bucket's objects")
 
     @field_validator("location")
     @classmethod

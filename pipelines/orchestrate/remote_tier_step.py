@@ -194,7 +194,8 @@ def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, 
             now_ms=int(now.timestamp() * 1000), grace_ms=config.detect.grace_ms,
             plan_untracked=tier.plan_untracked, owned_prefix=tier.owned_prefix,
             incomplete=f"{failures} folder(s) or inventory file(s) could not be read" if failures else None,
-            layout=tier.layout, location=tier.location, storage_options=dict(tier.storage_options))
+            layout=tier.layout if tier.read_manifests else "", location=tier.location,
+            storage_options=dict(tier.storage_options))
         chosen_events = events.where((F.col("_kind") == "event") & F.col("source").isin(chosen))
         lineages = lineage_frame(store, config, run_id, objects.select("topic_id", "partition").distinct())
         if lineages is None:
@@ -219,6 +220,8 @@ def remote_tier_step(spark: SparkSession, store: TableStore, config: AppConfig, 
                      " nothing remote is plannable in this run")
     if tier.owned_prefix is None:
         notes.append("remote_tier.owned_prefix is unset: nothing remote is plannable")
+    if tier.layout == "aiven" and not tier.read_manifests:
+        notes.append("remote_tier.read_manifests is off: no .rsm-manifest was read as a second witness")
     for mp, read in sorted(reads.items()):
         if not read.whole:
             notes.append(f"{METADATA_TOPIC}-{mp}: segments of its topic partitions may be unrecorded"
