@@ -8,7 +8,8 @@ The classes (each a contract; see the issue's ``remote_findings``):
 * ``remote_deleted_topic``: the rest of the segments whose topic id is not a topic of the controller's image;
 * ``remote_untracked``: no record names the segment (its topic is live);
 * ``remote_outside_lineage``: finished, live topic, outside the partition leader's epoch lineage (report only);
-* ``remote_ok``: finished, live topic (inside the lineage, when one is given).
+  a segment whose last event is later than the lineage's time (less :data:`LINEAGE_CLOCK_MARGIN_MS`) is not judged;
+* ``remote_ok``: finished, live topic (inside the lineage, when one is given; the reason says when none was).
 
 A segment's state decides first; ``remote_deleted_topic`` takes what is left of a deleted topic, and a reason names
 both facts when both hold. Only segments with at least one listed object get a row; bytes are the listing's.
