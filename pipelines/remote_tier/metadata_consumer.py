@@ -47,6 +47,7 @@ _PROLOGUE = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_DELTA = struct.Struct(">i")  # lastOffsetDelta, at byte 23 of a batch
 _MIN_BATCH = 61
 _WHERE = "remote_tier.metadata.kafka_client"
+_UNKNOWN_TOPIC = 3  # UNKNOWN_TOPIC_OR_PARTITION: the cluster has no such topic
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def _servers(servers: str) -> list[str]:
 def _cause(exc: BaseException) -> str:
     """``Type: message`` on one line (kafka-python's messages already start with their type's name)."""
     text = str(exc)
-    text = text if text.startswith(type(exc).__name__) else f"{type(exc).__name__}: {text}"
+    text = text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
     return " ".join(text.split())[:300]
 
 
@@ -110,7 +111,7 @@ def live_sources(config: RemoteMetadataConfig, *, topic: str = METADATA_TOPIC) -
     try:
         from kafka import KafkaConsumer, TopicPartition
         from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
-        from kafka.errors import KafkaConfigurationError, KafkaError
+        from kafka.errors import KafkaConfigurationError, KafkaError, for_code
     except ImportError as exc:
         raise ConfigError("remote_tier.metadata.bootstrap_servers needs kafka-python: pip install"
                           " 'kafka-logdir-gc[admin]'") from exc
@@ -119,6 +120,9 @@ def live_sources(config: RemoteMetadataConfig, *, topic: str = METADATA_TOPIC) -
     try:
         admin = KafkaAdminClient(bootstrap_servers=_servers(servers), **options)
         described = admin.describe_topics([topic])
+        refused = [t["error_code"] for t in described if t.get("error_code", 0) not in (0, _UNKNOWN_TOPIC)]
+        if refused:  # e.g. TOPIC_AUTHORIZATION_FAILED: not "no topic"
+            raise _unreachable(servers, for_code(refused[0])(f"describing {topic}"))
         partitions = sorted(p["partition_index"] for t in described if t.get("error_code", 0) == 0
                             for p in t.get("partitions") or ())
         if not partitions:
