@@ -553,6 +553,24 @@ def test_local_crawl_of_tiered_brokers(tiered: Tiered) -> None:
     assert got[(DOWN, "stray")] == {"stray"}
 
 
+def test_the_leaders_real_lineage_keeps_every_live_segment_inside(tiered: Tiered) -> None:
+    """Real caches after a leader restart and local retention: the leader's checkpoint ends in the controller's
+    leader epoch (the step's rule for trusting it), and no live finished segment is outside it."""
+    from real_lineages import crawled_lineages
+
+    live = [tiered.topic_ids[t] for t in (LIVE, STALLED)]
+    lineages = crawled_lineages(tiered.kafka.brokers, tiered.kafka.replayed_image(), live)
+    assert set(lineages) == {(tid, 0) for tid in live}
+    assert all(max(lin.epochs) == epoch and len(lin.epochs) > 1 for lin, epoch in lineages.values())
+    coverage, rimage, result = _metadata_image(tiered.kafka)
+    rows = list(listing_rows(list_location(open_location(tiered.rsm_dir.as_uri()), LAYOUT), LAYOUT))
+    controller = ControllerTopics(frozenset(result.image.topics.by_id), result.image.complete, {})
+    found = [f for f in classify_remote(rimage, rows, controller, coverage, now_ms=int(time.time() * 1000),
+                                        grace_ms=HOUR, lineages={k: v[0] for k, v in lineages.items()})
+             if f.topic_id in live and f.state == "COPY_SEGMENT_FINISHED"]
+    assert len(found) >= 2 * (ROUNDS - 1) and {f.class_name for f in found} == {"remote_ok"}
+
+
 def _tier_bytes(rsm_dir: Path, under: str = "kafka-tiered-storage") -> dict[str, bytes]:
     return {p.relative_to(rsm_dir).as_posix(): p.read_bytes() for p in (rsm_dir / under).rglob("*") if p.is_file()}
 
