@@ -101,7 +101,8 @@ def _controller_topics(store: TableStore, config: AppConfig, image: MetadataImag
 def lineage_frame(store: TableStore, config: AppConfig, run_id: str, partitions: DataFrame) -> DataFrame | None:
     """One ``lineage`` row (``spark_classify.lineage_row``'s columns) per ``(topic_id, partition)`` of
     ``partitions`` whose current leader's live replica this run crawled with a checkpoint that ends in the
-    controller's leader epoch; None when the run has no crawl or no controller tables."""
+    controller's leader epoch; None when the run has no crawl or no controller tables (a crawl table older than
+    ``partition_dirs.leader_epochs`` reads it as null: no lineage)."""
     from pyspark.sql import functions as F
 
     from pipelines.orchestrate.steps import of_run

@@ -96,3 +96,17 @@ def test_the_leaders_lineage_from_the_runs_tables_makes_remote_outside_lineage(r
     assert (got["outside"]["class"], got["outside"]["plannable"]) == ("remote_outside_lineage", False)
     assert (got["inside"]["class"], got["inside"]["plannable"]) == ("remote_ok", False)
     assert "lineage was not checked" not in got["inside"]["reason"]
+
+
+def test_a_crawl_table_older_than_leader_epochs_gives_no_lineage_not_an_error(spark, tmp_path) -> None:
+    """A warehouse whose ``partition_dirs`` no crawl of this version wrote yet (the remote job run on its own)."""
+    from pipelines.orchestrate.remote_tier_step import lineage_frame
+    from pipelines.tables.schemas import ALL_TABLES, PARTITION_DIRS
+
+    config = config_from_dict({"cluster": "c1", "warehouse": str(tmp_path / "warehouse")})
+    store = warehouse_store(config.warehouse, engine="spark", spark=spark)
+    store.create_if_missing(ALL_TABLES["controller_partitions"])
+    old = ", ".join(f"CAST(NULL AS {c.type}) AS {c.name}" for c in PARTITION_DIRS.columns if c.name != "leader_epochs")
+    spark.sql(f"SELECT {old}").where("false").write.format("delta").save(store.table_uri("partition_dirs"))
+    partitions = spark.createDataFrame([(str(LIVE), 0)], "topic_id string, partition int")
+    assert lineage_frame(store, config, RUN, partitions).count() == 0
