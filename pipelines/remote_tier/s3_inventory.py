@@ -25,12 +25,15 @@ import json
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlparse
 
 from pipelines.remote_tier.listing import ListedObject, layout_prefix
 from pipelines.remote_tier.object_listing import modified_ms, normalize_etag
 from pipelines.tables.object_store import S3_SCHEMES, warehouse_storage
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
@@ -38,6 +41,7 @@ __all__ = [
     "InventoryManifest",
     "InventoryReport",
     "InventoryStats",
+    "inventory_batches",
     "open_inventory",
     "parse_manifest",
     "read_inventory",
@@ -328,3 +332,175 @@ def _parquet_rows(fs: Any, path: str, batch_rows: int) -> Iterator[_Row]:
         raise
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise InventoryError(f"{path}: unreadable Parquet ({type(exc).__name__}: {exc})") from None
+
+
+LISTED_SCHEMA_FIELDS = (("key", "string"), ("size", "int64"), ("last_modified_ms", "int64"), ("etag", "string"))
+"""The columns of :func:`inventory_batches`: what :class:`ListedObject` holds, one Arrow column each."""
+
+
+def _listed_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in LISTED_SCHEMA_FIELDS])
+
+
+def inventory_batches(report: InventoryReport, key: str, *, stats: InventoryStats | None = None,
+                      batch_rows: int = 65536, exclude: str | None = None) -> Iterator[pa.RecordBatch]:
+    """:func:`read_inventory_file` as Arrow batches (:data:`LISTED_SCHEMA_FIELDS`): the same objects, in the same
+    order, the same :class:`InventoryError` after the same rows. A Parquet file of the usual column types is checked
+    and filtered a batch at a time in Arrow; CSV and unusual column types go through the row reader."""
+    import fsspec
+
+    stats = stats if stats is not None else InventoryStats()
+    if report.manifest.file_format == "Parquet":
+        fs, _ = fsspec.core.url_to_fs(report.manifest_url, **report.fs_options)
+        fast = _parquet_batches(fs, report, key, stats, batch_rows, exclude)
+        if fast is not None:
+            yield from fast
+            return
+    yield from _row_batches(read_inventory_file(report, key, stats=stats, batch_rows=batch_rows, exclude=exclude),
+                            batch_rows)
+
+
+def _row_batches(objects: Iterator[ListedObject], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
+    schema = _listed_schema()
+    chunk: list[ListedObject] = []
+
+    def batch() -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array([o.key for o in chunk], pa.string()),
+                                           pa.array([o.size for o in chunk], pa.int64()),
+                                           pa.array([o.last_modified_ms for o in chunk], pa.int64()),
+                                           pa.array([o.etag for o in chunk], pa.string())], schema=schema)
+
+    for obj in objects:
+        chunk.append(obj)
+        if len(chunk) == batch_rows:
+            yield batch()
+            chunk = []
+    if chunk:
+        yield batch()
+
+
+def _usual_types(schema: pa.Schema) -> bool:
+    """The column types the Arrow reader handles exactly as the row reader (others go through the row reader)."""
+    import pyarrow as pa
+
+    def is_(name: str, test: Any) -> bool:
+        return name not in schema.names or test(schema.field(name).type)
+
+    text = pa.types.is_string
+    return (is_("bucket", text) and is_("key", text) and is_("e_tag", text)
+            and is_("size", lambda t: pa.types.is_integer(t) and not pa.types.is_uint64(t))
+            and is_("last_modified_date", lambda t: pa.types.is_timestamp(t) or pa.types.is_int64(t))
+            and is_("is_latest", pa.types.is_boolean) and is_("is_delete_marker", pa.types.is_boolean))
+
+
+def _parquet_batches(fs: Any, report: InventoryReport, key: str, stats: InventoryStats, batch_rows: int,
+                     exclude: str | None) -> Iterator[pa.RecordBatch] | None:
+    """The Arrow path of :func:`inventory_batches`, or None when the file's column types are unusual."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = report.file_path(key)
+    stats.files.append(key)
+    try:
+        raw = fs.open(path, "rb")
+        pf = pq.ParquetFile(raw)
+    except InventoryError:
+        raise
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise InventoryError(f"{path}: unreadable Parquet ({type(exc).__name__}: {exc})") from None
+    if not _usual_types(pf.schema_arrow):
+        raw.close()
+        stats.files.pop()  # the row reader counts it
+        return None
+    return _parquet_batches_of(raw, pf, path, report, key, stats, batch_rows, exclude)
+
+
+def _parquet_batches_of(raw: Any, pf: Any, path: str, report: InventoryReport, key: str, stats: InventoryStats,
+                        batch_rows: int, exclude: str | None) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    manifest = report.manifest
+    excluded = None if exclude is None else _full_key(report, exclude)
+    schema = _listed_schema()
+    try:
+        with raw:
+            names = set(pf.schema_arrow.names)
+            missing = [_PARQUET_COLUMNS[c] for c in _REQUIRED if _PARQUET_COLUMNS[c] not in names]
+            if missing:
+                raise InventoryError(f"{path}: no column {', '.join(missing)}")
+            wanted = [c for c in _PARQUET_COLUMNS.values() if c in names]
+            seen = 0
+            for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted):
+                n = batch.num_rows
+                modified = batch.column("last_modified_date")
+                if pa.types.is_timestamp(modified.type):
+                    modified = modified.cast(pa.timestamp("ms", tz=modified.type.tz)).cast(pa.int64())
+                bucket, full_key, size = batch.column("bucket"), batch.column("key"), batch.column("size")
+                size = size.cast(pa.int64())
+
+                def flag(name: str, value: bool, rows: int = n, b: pa.RecordBatch = batch) -> pa.Array:
+                    if name not in b.schema.names:
+                        return pa.array([False] * rows)
+                    return pc.fill_null(pc.equal(b.column(name), value), False)
+
+                current = pc.invert(pc.or_(flag("is_latest", False), flag("is_delete_marker", True)))
+                invalid = pc.and_(current, pc.fill_null(pc.or_kleene(
+                    pc.or_kleene(pc.is_null(full_key), pc.equal(full_key, "")),
+                    pc.or_kleene(pc.or_kleene(pc.is_null(size), pc.less(size, 0)), pc.is_null(modified))), True))
+                foreign = pc.and_(pc.and_(current, pc.invert(invalid)),
+                                  pc.fill_null(pc.not_equal(bucket, manifest.source_bucket), False))
+                bad = pc.or_(invalid, foreign)
+                first_bad = pc.index(bad, True).as_py()
+                upto = n if first_bad < 0 else first_bad
+                # a row refused for its bucket was counted read (as by the row reader), an unreadable one not
+                stats.rows += n if first_bad < 0 else first_bad + int(foreign[first_bad].as_py())
+                take = pc.and_(current, pc.is_valid(bucket)).slice(0, upto)
+                stats.not_current += upto - pc.sum(take.cast(pa.int64())).as_py() if upto else 0
+                keys = full_key.slice(0, upto)
+                inside = pc.starts_with(keys, report.area)
+                if excluded is not None:
+                    inside = pc.and_(inside, pc.invert(pc.starts_with(keys, excluded)))
+                inside = pc.and_(take, inside)
+                marker = pc.and_(pc.ends_with(keys, "/"), pc.equal(size.slice(0, upto), 0))
+                keep = pc.and_(inside, pc.invert(marker))
+                kept = int(pc.sum(keep.cast(pa.int64())).as_py() or 0)
+                stats.folder_markers += int(pc.sum(pc.and_(inside, marker).cast(pa.int64())).as_py() or 0)
+                stats.outside += int(pc.sum(pc.and_(take, pc.invert(inside)).cast(pa.int64())).as_py() or 0)
+                stats.kept += kept
+                if kept:
+                    etags = batch.column("e_tag").slice(0, upto).filter(keep) if "e_tag" in names \
+                        else pa.nulls(kept, pa.string())
+                    yield pa.RecordBatch.from_arrays(
+                        [pc.utf8_slice_codeunits(keys.filter(keep), report.cut), size.slice(0, upto).filter(keep),
+                         modified.slice(0, upto).filter(keep), _normalize_etags(etags)], schema=schema)
+                if first_bad >= 0:
+                    if invalid[first_bad].as_py():
+                        raise InventoryError(f"{path} row {seen + first_bad + 1}: no key, size or last_modified_date")
+                    raise InventoryError(f"{path}: a row of bucket {bucket[first_bad].as_py()!r} in the inventory "
+                                         f"of {manifest.source_bucket!r}")
+                seen += n
+    except InventoryError:
+        raise
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise InventoryError(f"{path}: unreadable Parquet ({type(exc).__name__}: {exc})") from None
+
+
+def _normalize_etags(etags: pa.Array) -> pa.Array:
+    """:func:`normalize_etag` over an array: bare and quoted hex-like ETags in Arrow, any other one in Python."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bare = pc.match_substring_regex(etags, r"^[0-9A-Za-z-]+$")
+    quoted = pc.match_substring_regex(etags, r'^"[0-9A-Za-z-]+"$')
+    plain = pc.fill_null(pc.or_(bare, quoted), True)  # a null ETag stays null
+    out = pc.if_else(pc.fill_null(quoted, False), pc.utf8_slice_codeunits(etags, 1, -1), etags)
+    if pc.all(plain).as_py() is not False:
+        return out
+    others = pc.invert(plain)
+    return pc.replace_with_mask(out, others, pa.array([normalize_etag(e) for e in etags.filter(others).to_pylist()],
+                                                      pa.string()))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["LISTING_FAILURE", "MAX_LISTING_TASKS", "objects_frame", "rows_batch"]
+__all__ = ["LISTING_FAILURE", "MAX_LISTING_TASKS", "objects_batch", "objects_frame", "rows_batch"]
 
 LISTING_FAILURE = "listing_failure"
 """``object_kind`` of a row that stands for a folder or an inventory data file that could not be read."""
@@ -93,28 +93,47 @@ def _prefix_rows(tier: RemoteTierConfig, folders: Iterable[str]) -> Iterator[Rem
         yield from listed
 
 
-def _inventory_rows(tier: RemoteTierConfig, report: Any, files: Iterable[str]) -> Iterator[RemoteObjectRow]:
-    """In a task: every object of the tier's area in the inventory data ``files``, parsed."""
-    from pipelines.remote_tier.object_listing import listing_rows
-    from pipelines.remote_tier.s3_inventory import InventoryError, read_inventory_file
+def objects_batch(listed: pa.RecordBatch, layout: str, prefix: str, cluster: str, run_id: str) -> pa.RecordBatch:
+    """``remote_objects`` rows of listed objects (:data:`~pipelines.remote_tier.s3_inventory.LISTED_SCHEMA_FIELDS`),
+    their keys parsed an array at a time (:func:`~pipelines.remote_tier.arrow_keys.parse_keys`): the rows
+    :func:`rows_batch` makes of the same objects' :func:`~pipelines.remote_tier.listing.parse_listing` rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipelines.remote_tier.arrow_keys import KEY_COLUMNS, parse_keys
+
+    schema = REMOTE_OBJECTS.to_arrow()
+    n = listed.num_rows
+    ms = listed.column("last_modified_ms")
+    micros = pc.if_else(pc.greater_equal(ms, 0), pc.multiply(ms, 1000), pa.scalar(None, pa.int64()))
+    columns = {"run_id": pa.array([run_id] * n, pa.string()), "cluster": pa.array([cluster] * n, pa.string()),
+               "key": listed.column("key"), "size": listed.column("size"),
+               "last_modified": micros.cast(pa.timestamp("us", tz="UTC")), "etag": listed.column("etag"),
+               **dict(zip(KEY_COLUMNS, parse_keys(listed.column("key"), layout, prefix), strict=True))}
+    return pa.RecordBatch.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def _inventory_batches(tier: RemoteTierConfig, report: Any, files: Iterable[str], cluster: str, run_id: str
+                       ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    """In a task: every object of the tier's area in the inventory data ``files``, parsed, as Arrow batches (no
+    Python object per key); a file that cannot be read ends with its failure row, after the rows read before."""
+    from pipelines.remote_tier.s3_inventory import InventoryError, inventory_batches
 
     exclude = tier.relative_quarantine()
     for key in files:
         try:
-            objects = read_inventory_file(report, key, exclude=exclude)
-            yield from listing_rows(objects, tier.layout, tier.prefix)
+            for listed in inventory_batches(report, key, exclude=exclude, batch_rows=_BATCH):
+                yield objects_batch(listed, tier.layout, tier.prefix, cluster, run_id)
         except (InventoryError, OSError) as exc:
-            yield failure_row(f"inventory:{key}", exc)
+            yield rows_batch([failure_row(f"inventory:{key}", exc)], cluster, run_id)
 
 
-def _task(rows_of: Any, work: Sequence[str], cluster: str, run_id: str
-          ) -> Any:  # fmt: skip
-    """The ``mapInArrow`` body: the work items whose indexes arrive in the batches."""
+def _task(batches_of: Any, work: Sequence[str]) -> Any:
+    """The ``mapInArrow`` body: ``batches_of`` the work items whose indexes arrive in the batches."""
 
     def body(ids: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in ids:
-            mine = [work[i] for i in batch.column(0).to_pylist()]
-            yield from _batches(rows_of(mine), cluster, run_id)
+            yield from batches_of([work[i] for i in batch.column(0).to_pylist()])
 
     return body
 
@@ -137,8 +156,8 @@ def objects_frame(spark: SparkSession, tier: RemoteTierConfig, *, cluster: str, 
                                 storage_options=tier.storage_options, data_root=tier.inventory_data_root)
         work = list(report.manifest.files)
 
-        def rows_of(items: Sequence[str]) -> Iterator[RemoteObjectRow]:
-            return _inventory_rows(tier, report, items)
+        def batches_of(items: Sequence[str]) -> Iterator[pa.RecordBatch]:
+            return _inventory_batches(tier, report, items, cluster, run_id)
 
         seen = {"inventory_files": len(work)}
         loose: list[RemoteObjectRow] = []
@@ -147,13 +166,13 @@ def objects_frame(spark: SparkSession, tier: RemoteTierConfig, *, cluster: str, 
         loose = list(listing_rows(loose_objects(loc, tier.layout, tier.prefix), tier.layout, tier.prefix))
         work = topic_prefixes(loc, tier.layout, tier.prefix, tier.relative_quarantine())
 
-        def rows_of(items: Sequence[str]) -> Iterator[RemoteObjectRow]:
-            return _prefix_rows(tier, items)
+        def batches_of(items: Sequence[str]) -> Iterator[pa.RecordBatch]:
+            return _batches(_prefix_rows(tier, items), cluster, run_id)
 
         seen = {"topic_folders": len(work), "loose_objects": len(loose)}
     tasks = max(1, min(len(work), max_tasks))
     ids = spark.range(0, len(work), numPartitions=tasks)
-    frame = ids.mapInArrow(_task(rows_of, work, cluster, run_id), spark_schema)
+    frame = ids.mapInArrow(_task(batches_of, work), spark_schema)
     if loose:
         import pyarrow as pa
 
