@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from pipelines.config.duration import parse_duration_ms
 from pipelines.config.fleet import BrokersFromConfig
+from pipelines.config.kafka_client import KafkaClientConfig
 from pipelines.config.metrics_config import MetricsConfig
 from pipelines.config.remote_tier import RemoteTierConfig
 
@@ -72,6 +73,8 @@ class MetadataConfig(_Strict):
                                " kafka-topics --describe output file, or a `metadata dump-zk` file")
     storage_options: dict[str, Any] = Field(default_factory=dict)
     bootstrap_servers: str | None = None
+    kafka_client: KafkaClientConfig | None = Field(default=None, description="kind admin: TLS/SASL settings of the"
+                                                   " admin client (secrets by environment variable)")
     zookeeper_connect: str | None = Field(default=None, description="host:port[,host:port...][/chroot] of a live"
                                           " ZooKeeper (read-only)")
     zookeeper_timeout_ms: int = Field(default=15_000, ge=1, description="connect and request timeout")
@@ -93,6 +96,8 @@ class MetadataConfig(_Strict):
             raise ValueError(f"metadata.source is required when metadata.kind is {self.kind}")
         if self.kind == "admin" and not self.bootstrap_servers:
             raise ValueError("metadata.bootstrap_servers is required when metadata.kind is admin")
+        if self.kafka_client is not None and self.kind != "admin":
+            raise ValueError("metadata.kafka_client configures the admin client: it needs metadata.kind admin")
         if self.kind == "zookeeper" and bool(self.source) == bool(self.zookeeper_connect):
             raise ValueError("metadata.kind zookeeper needs exactly one of zookeeper_connect (a live ZooKeeper) or"
                              " source (a `metadata dump-zk` file)")

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from pipelines.config.kafka_client import kafka_python_options
 from pipelines.errors import ConfigError, DecodeError
 from pipelines.kafka.metadata_codec import make_record
 from pipelines.kafka.uuid import ZERO, Uuid
@@ -175,6 +176,8 @@ class AdminSource(ControllerSource):
 
     def load(self) -> ControllerView:
         assert self.config.bootstrap_servers is not None
-        image = image_from_admin(self.config.bootstrap_servers)
+        client = self.config.kafka_client
+        options = kafka_python_options(client, "metadata.kafka_client") if client is not None else {}
+        image = image_from_admin(self.config.bootstrap_servers, **options)
         notes = ("admin API: current state only, no metadata events", *image.incomplete_reasons)
         return ControllerView(image, (), image.provenance.source, notes)

@@ -8,6 +8,7 @@ shape ``describe_cluster()`` / ``describe_configs()`` return. The integration te
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import uuid
 from typing import Any
@@ -145,3 +146,51 @@ def test_bad_client_option_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="admin client options"):
         image_from_admin(f"127.0.0.1:{_closed_port()}", no_such_option=1)
 
+
+
+
+def _first_bytes_server() -> tuple[int, list[bytes]]:
+    """A TCP port that records the first bytes each client sends, then hangs up."""
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            conn, _ = srv.accept()
+            conn.settimeout(2)
+            with contextlib.suppress(OSError):
+                seen.append(conn.recv(5))
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return int(srv.getsockname()[1]), seen
+
+
+def test_the_admin_source_connects_with_metadata_kafka_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``metadata.kafka_client`` reaches the admin client: TLS is spoken (the first byte on the wire is a TLS
+    handshake record, 0x16, not a Kafka request), and a SASL secret is read from the environment when the source
+    loads (unset: one config line naming the key) and never shows in the view."""
+    from pipelines.config.models import MetadataConfig
+    from pipelines.metadata.source import open_source
+
+    port, seen = _first_bytes_server()
+    tls = {"security_protocol": "SSL", "ssl_check_hostname": False, "request_timeout_ms": 1000}
+    view = open_source(MetadataConfig(kind="admin", bootstrap_servers=f"127.0.0.1:{port}", kafka_client=tls)).load()
+    assert not view.image.complete and seen and all(first[:1] == b"\x16" for first in seen), seen
+
+    servers = f"127.0.0.1:{_closed_port()}"
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_username": "gc",
+            "sasl_password_env": "KLGC_TEST_ADMIN_PASSWORD", "request_timeout_ms": 1000}
+    monkeypatch.delenv("KLGC_TEST_ADMIN_PASSWORD", raising=False)
+    source = open_source(MetadataConfig(kind="admin", bootstrap_servers=servers, kafka_client=sasl))
+    with pytest.raises(ConfigError, match=r"metadata\.kafka_client\.sasl_password_env: .*KLGC_TEST_ADMIN_PASSWORD"):
+        source.load()
+    monkeypatch.setenv("KLGC_TEST_ADMIN_PASSWORD", "s3cret")
+    view = source.load()  # the closed port: an incomplete view, as without kafka_client
+    assert not view.image.complete and "s3cret" not in repr(view)
+    with pytest.raises(ValueError, match=r"needs metadata\.kind admin"):
+        MetadataConfig(kind="metadata_log", source="/x", kafka_client=sasl)
