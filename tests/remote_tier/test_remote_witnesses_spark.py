@@ -31,7 +31,9 @@ from pipelines.orchestrate.steps import of_run
 from pipelines.remote_tier.metadata_writer import write_metadata_replica
 from pipelines.tables.warehouse_store import warehouse_store
 
-pytestmark = pytest.mark.spark
+# The Spark step with the witnesses, as test_remote_tables.py (second tier): ~200 s of step runs; the rules
+# themselves are proved without Spark in test_remote_witnesses.py (make test).
+pytestmark = [pytest.mark.spark, pytest.mark.second_tier]
 
 META = uid(9)
 RUN = "20261128T000000Z-0000w1tn"
