@@ -19,9 +19,10 @@ import posixpath
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from pipelines.detect import classes as C
-from pipelines.errors import DecodeError, PipelinesError, PreconditionFailed
+from pipelines.errors import ConfigError, DecodeError, PipelinesError, PreconditionFailed
 from pipelines.execute.controller_check import ControllerCheck
 from pipelines.execute.observe import ItemSkipped
 from pipelines.execute.preconditions import HostRules
@@ -33,6 +34,9 @@ from pipelines.remote_tier import classify as K
 from pipelines.remote_tier.events import SegmentState
 from pipelines.remote_tier.listing import parse_key
 from pipelines.remote_tier.replay import RemoteMetadataImage
+
+if TYPE_CHECKING:
+    from pipelines.remote_tier.metadata_topic import PartitionRead
 
 __all__ = ["VerifiedSegment", "load_remote_metadata", "planned", "verify_segment"]
 
@@ -55,12 +59,16 @@ def planned(item: PlanItem) -> dict[str, RemoteKey]:
 
 
 def load_remote_metadata(target: RemoteTarget) -> RemoteMetadataImage | None:
-    """Re-read and replay the configured ``__remote_log_metadata`` copy; None when no source is configured.
-    Raises PreconditionFailed when it cannot be read (nothing is applied then)."""
-    if target.metadata_source is None:
-        return None
+    """Re-read and replay the configured ``__remote_log_metadata`` (a local copy, or the live topic up to its end
+    offsets now); None when neither is configured. Raises PreconditionFailed when it cannot be read (nothing is
+    applied then)."""
     from pipelines.remote_tier.metadata_topic import MetadataCoverage, read_replicas_under
     from pipelines.remote_tier.replay import replay
+
+    if target.metadata_live is not None:
+        return replay(MetadataCoverage.from_replicas(_live_reads(target), None, True).events())
+    if target.metadata_source is None:
+        return None
 
     source = target.metadata_source
     if "://" in source and not source.startswith("file://"):
@@ -73,6 +81,24 @@ def load_remote_metadata(target: RemoteTarget) -> RemoteMetadataImage | None:
     if not reads:
         raise PreconditionFailed(f"[metadata_recheck] {source} holds no __remote_log_metadata-N replica")
     return replay(MetadataCoverage.from_replicas(reads, None, True).events())
+
+
+def _live_reads(target: RemoteTarget) -> list[PartitionRead]:
+    """Every partition of the live topic, read as the run reads it (the same reader and bounds)."""
+    from pipelines.remote_tier.metadata_consumer import live_sources, read_live
+
+    servers = target.metadata_live.bootstrap_servers
+    try:
+        sources, _ = live_sources(target.metadata_live)
+        reads = [read_live(source) for source in sources]
+    except ConfigError:
+        raise
+    except (OSError, ValueError, PipelinesError) as exc:
+        raise PreconditionFailed(f"[metadata_recheck] cannot re-read __remote_log_metadata from {servers}: {exc}"
+                                 ) from None
+    if not reads:
+        raise PreconditionFailed(f"[metadata_recheck] the cluster at {servers} has no __remote_log_metadata topic")
+    return reads
 
 
 def _stem(key: str) -> tuple[str, str]:

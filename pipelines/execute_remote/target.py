@@ -41,6 +41,8 @@ class RemoteTarget:
     storage_options: dict[str, Any] = field(default_factory=dict)
     metadata_source: str | None = None
     metadata_storage_options: dict[str, Any] = field(default_factory=dict)
+    metadata_live: Any = None
+    """``remote_tier.metadata`` when it names ``bootstrap_servers``: the executor re-reads the live topic."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "owned_prefix", _folder(self.owned_prefix, "owned_prefix"))
@@ -83,4 +85,5 @@ def target_from_config(app: AppConfig) -> RemoteTarget:
                         quarantine_folder=quarantine or QUARANTINE_FOLDER, prefix=str(getattr(tier, "prefix", "")),
                         storage_options=dict(getattr(tier, "storage_options", {}) or {}),
                         metadata_source=getattr(metadata, "source", None),
-                        metadata_storage_options=dict(getattr(metadata, "storage_options", {}) or {}))
+                        metadata_storage_options=dict(getattr(metadata, "storage_options", {}) or {}),
+                        metadata_live=metadata if getattr(metadata, "bootstrap_servers", None) else None)

@@ -631,3 +631,21 @@ def test_apply_and_restore_the_kafka_made_leaks(tiered: Tiered, tmp_path: Path) 
     assert _tier_bytes(tiered.rsm_dir) == before  # byte-identical, every key back
     assert tiered.kafka.consume(LIVE, expected=len(tiered.values[LIVE])) == tiered.values[LIVE]
     assert tiered.kafka.consume(STALLED, expected=len(tiered.values[STALLED])) == tiered.values[STALLED]
+
+
+def test_the_remote_executor_rechecks_the_live_topic(tiered: Tiered) -> None:
+    """The remote executor's metadata re-check with ``remote_tier.metadata.bootstrap_servers``: the live topic
+    replays to the segment states a copy of the replica dirs gives (every segment the live snapshot holds)."""
+    from pipelines.execute_remote.recheck import load_remote_metadata
+    from pipelines.execute_remote.target import RemoteTarget
+
+    location = tiered.rsm_dir.as_uri()
+    live_config = RemoteMetadataConfig(bootstrap_servers=tiered.kafka.bootstrap)
+    live = load_remote_metadata(RemoteTarget(location=location, layout=LAYOUT, owned_prefix="kafka-tiered-storage/",
+                                             metadata_live=live_config))
+    replicas = tiered.kafka.brokers[LEADER[LIVE]].log_dirs[0]
+    copied = load_remote_metadata(RemoteTarget(location=location, layout=LAYOUT, owned_prefix="kafka-tiered-storage/",
+                                               metadata_source=str(replicas)))
+    assert live is not None and copied is not None and live.segments
+    assert {k: v.state for k, v in live.segments.items()} == {
+        k: v.state for k, v in copied.segments.items() if k in live.segments}
