@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pipelines.errors import ConfigError
 
-__all__ = ["KafkaClientConfig", "kafka_python_options"]
+__all__ = ["KafkaClientConfig", "env_secret", "kafka_python_options"]
 
 
 class KafkaClientConfig(BaseModel):
@@ -47,7 +47,9 @@ class KafkaClientConfig(BaseModel):
         return self
 
 
-def _secret(env: str | None, what: str) -> str | None:
+def env_secret(env: str | None, what: str) -> str | None:
+    """The value of the environment variable ``env`` (None when no variable is named); ``what`` names the config
+    key in the error. Raises ConfigError when the variable is not set."""
     if env is None:
         return None
     value = os.environ.get(env)
@@ -69,7 +71,7 @@ def kafka_python_options(config: KafkaClientConfig, where: str) -> dict[str, Any
         options["sasl_mechanism"] = config.sasl_mechanism
         if config.sasl_username is not None:
             options["sasl_plain_username"] = config.sasl_username
-        password = _secret(config.sasl_password_env, f"{where}.sasl_password_env")
+        password = env_secret(config.sasl_password_env, f"{where}.sasl_password_env")
         if password is not None:
             options["sasl_plain_password"] = password
         if config.sasl_kerberos_service_name is not None:
@@ -77,5 +79,5 @@ def kafka_python_options(config: KafkaClientConfig, where: str) -> dict[str, Any
     if config.security_protocol in ("SSL", "SASL_SSL"):
         options.update(ssl_cafile=config.ssl_cafile, ssl_certfile=config.ssl_certfile, ssl_keyfile=config.ssl_keyfile,
                        ssl_check_hostname=config.ssl_check_hostname,
-                       ssl_password=_secret(config.ssl_password_env, f"{where}.ssl_password_env"))
+                       ssl_password=env_secret(config.ssl_password_env, f"{where}.ssl_password_env"))
     return options

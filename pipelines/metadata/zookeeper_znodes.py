@@ -24,13 +24,13 @@ import base64
 import contextlib
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from pipelines.config.kafka_client import env_secret
 from pipelines.config.models import MetadataConfig
 from pipelines.errors import ConfigError, DecodeError, SourceUnavailable
 from pipelines.kafka.bounded_read import FileTooLarge, limit_for
@@ -178,13 +178,6 @@ _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
 
-def _secret(env: str | None, what: str) -> str | None:
-    if env is None:
-        return None
-    value = os.environ.get(env)
-    if value is None:
-        raise ConfigError(f"{what}: environment variable {env} is not set")
-    return value
 
 
 def client_options(config: MetadataConfig) -> dict[str, Any]:
@@ -196,11 +189,11 @@ def client_options(config: MetadataConfig) -> dict[str, Any]:
     tls = config.zookeeper_tls
     if tls is not None:
         options.update(use_ssl=True, ca=tls.ca_file, certfile=tls.cert_file, keyfile=tls.key_file,
-                       keyfile_password=_secret(tls.key_password_env, "zookeeper_tls.key_password_env"),
+                       keyfile_password=env_secret(tls.key_password_env, "zookeeper_tls.key_password_env"),
                        verify_certs=tls.verify_certs, check_hostname=tls.check_hostname)
     auth = config.zookeeper_auth
     if auth is not None:
-        password = _secret(auth.password_env, "zookeeper_auth.password_env")
+        password = env_secret(auth.password_env, "zookeeper_auth.password_env")
         if auth.mechanism == "digest":
             options["auth_data"] = [("digest", f"{auth.username}:{password}")]
         elif auth.mechanism == "DIGEST-MD5":

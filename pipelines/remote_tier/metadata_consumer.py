@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.config.kafka_client import kafka_python_options
 from pipelines.errors import ConfigError, SourceUnavailable
-from pipelines.kafka.record_batch import BatchIterator
-from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, PartitionRead, _Reader
+from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, PartitionRead, PartitionReader
 
 if TYPE_CHECKING:
     from pipelines.config.remote_tier import RemoteMetadataConfig
@@ -185,23 +184,6 @@ def _fetch(client: Any, leader: int, topic: str, partition: int, offset: int, ma
     return data
 
 
-def _batches(reader: _Reader, data: memoryview, offset: int) -> None:
-    """The whole batches of one fetch response into ``reader`` (its checks and decoding, as for a segment file)."""
-    it = BatchIterator(data, verify_crc=True, strict=False)
-    for batch in it:
-        if reader.first is None:
-            reader.first = batch.base_offset
-        if reader.expected is not None and batch.base_offset != reader.expected:
-            reader.bad(min(batch.base_offset, reader.expected),
-                       f"batch at offset {batch.base_offset} follows offset {reader.expected - 1}")
-        reader.expected = batch.next_offset
-        if not batch.is_control:
-            reader._records(batch)
-    for err in it.errors:
-        at = err.batch.base_offset if err.batch is not None else offset
-        reader.bad(at, f"fetch at offset {offset}: {err.message}")
-
-
 def read_live(source: LiveSource, *, max_bytes: int = FETCH_MAX_BYTES) -> PartitionRead:
     """Read one partition from ``start_offset`` up to ``end_offset`` (the snapshot) into a :class:`PartitionRead`.
 
@@ -215,7 +197,7 @@ def read_live(source: LiveSource, *, max_bytes: int = FETCH_MAX_BYTES) -> Partit
     from kafka.errors import KafkaError, for_code
     from kafka.net.compat import KafkaNetClient
 
-    reader = _Reader(source.metadata_partition, source.url)
+    reader = PartitionReader(source.metadata_partition, source.url)
     offset = source.start_offset
     try:
         client = KafkaNetClient(bootstrap_servers=_servers(source.bootstrap_servers), allow_auto_create_topics=False,
@@ -240,7 +222,7 @@ def read_live(source: LiveSource, *, max_bytes: int = FETCH_MAX_BYTES) -> Partit
             if after is None or after <= offset:
                 reader.bad(offset, f"fetch at offset {offset} returned no whole batch ({len(data)} bytes)")
                 break
-            _batches(reader, data[:size], offset)
+            reader.batches(data[:size], f"fetch at offset {offset}", offset)
             offset = after
     except (KafkaError, OSError) as exc:
         reader.bad(offset, f"fetch at offset {offset} failed: {_cause(exc)}")

@@ -75,7 +75,10 @@ class PartitionRead:
         return self.starts_at_zero and self.unreliable_from is None
 
 
-class _Reader:
+class PartitionReader:
+    """One ``__remote_log_metadata`` partition read batch by batch (from segment files or fetch responses): its
+    events, the first offset, and from which offset it is unreliable, with the problems."""
+
     def __init__(self, metadata_partition: int, source: str) -> None:
         self.partition = metadata_partition
         self.source = source
@@ -96,6 +99,18 @@ class _Reader:
         if self.expected is not None and base != self.expected:
             self.bad(min(base, self.expected), f"segment {base:020d}.log starts at {base}, expected {self.expected}")
             self.expected = base
+        it = self.batches(buf, f"segment {base:020d}.log", None)
+        if it.trailing_invalid_bytes:
+            note = f"segment {base:020d}.log: {it.trailing_invalid_bytes} byte(s) of partial batch at its end"
+            if last:
+                self.problems.append(note + " (the tail being written)")
+            else:
+                self.bad(self.expected, note)
+
+    def batches(self, buf, where: str, error_offset: int | None) -> BatchIterator:
+        """Every batch of ``buf`` checked (CRC, offsets following on) and its records decoded; a batch that does
+        not parse is a problem of ``where`` (at ``error_offset`` when the batch itself is unknown). Returns the
+        exhausted iterator (its trailing bytes say whether ``buf`` ended in a partial batch)."""
         it = BatchIterator(buf, verify_crc=True, strict=False)
         for batch in it:
             if self.first is None:
@@ -104,18 +119,11 @@ class _Reader:
                 self.bad(min(batch.base_offset, self.expected),
                          f"batch at offset {batch.base_offset} follows offset {self.expected - 1}")
             self.expected = batch.next_offset
-            if batch.is_control:
-                continue
-            self._records(batch)
+            if not batch.is_control:
+                self._records(batch)
         for err in it.errors:
-            offset = err.batch.base_offset if err.batch is not None else None
-            self.bad(offset, f"segment {base:020d}.log: {err.message}")
-        if it.trailing_invalid_bytes:
-            note = f"segment {base:020d}.log: {it.trailing_invalid_bytes} byte(s) of partial batch at its end"
-            if last:
-                self.problems.append(note + " (the tail being written)")
-            else:
-                self.bad(self.expected, note)
+            self.bad(err.batch.base_offset if err.batch is not None else error_offset, f"{where}: {err.message}")
+        return it
 
     def _records(self, batch) -> None:
         count = 0
@@ -147,7 +155,7 @@ class _Reader:
 def read_replica_segments(metadata_partition: int, segments: Sequence[tuple[int, object]], *, source: str = "",
                           as_of_ms: int | None = None) -> PartitionRead:
     """Read ``(base offset, bytes or path)`` segment files of one replica (any order; sorted by base offset)."""
-    reader = _Reader(metadata_partition, source)
+    reader = PartitionReader(metadata_partition, source)
     ordered = sorted(segments, key=lambda item: item[0])
     for i, (base, src) in enumerate(ordered):
         with open_buffer(src) as buf:
