@@ -181,13 +181,18 @@ def test_a_crash_at_any_step_is_recovered_from_the_journal(tmp_path: Path, monke
     assert not r.failed and all(w.tier.read(k) == v for k, v in w.originals.items())
 
 
-def test_a_crash_mid_restore_is_recovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _applied_then_restore_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str) -> RemoteWorld:
     w = build_remote_world(tmp_path)
     _apply(w, execute=True)
-    _crash_at(monkeypatch, "restore_copy.performed:2")
+    _crash_at(monkeypatch, point)
     with pytest.raises(Crash):
         restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
     monkeypatch.delenv(faults.ENV_POINT)
+    return w
+
+
+def test_a_crash_mid_restore_is_recovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = _applied_then_restore_killed(tmp_path, monkeypatch, "restore_copy.performed:2")
     r = restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
     assert not r.failed and not r.skipped
     assert {k: v for k, v in w.tier.objects().items() if k.startswith(OWNED)} == w.originals
@@ -196,12 +201,7 @@ def test_a_crash_mid_restore_is_recovered(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_foreign_object_written_where_an_interrupted_restore_copied_back_is_never_replaced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The lie: the journal says a copy back began (intent, no done) and an object is at the key; it is not ours."""
-    w = build_remote_world(tmp_path)
-    _apply(w, execute=True)
-    _crash_at(monkeypatch, "restore_copy.performed:1")
-    with pytest.raises(Crash):
-        restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
-    monkeypatch.delenv(faults.ENV_POINT)
+    w = _applied_then_restore_killed(tmp_path, monkeypatch, "restore_copy.performed:1")
     (back,) = [k for k in w.originals if k in w.tier.objects()]
     w.tier.put(back, b"foreign")
     r = restore_remote(w.config, w.store, w.plan.plan_id, execute=True, tools=w.tools)
