@@ -15,7 +15,6 @@ from pipelines.analytics.fleet import (
     Fleet,
     fleet_by_class,
     fleet_by_cluster,
-    fleet_figures,
     fleet_growth,
     fleet_plans,
     fleet_reclaimable_over_time,
@@ -23,6 +22,7 @@ from pipelines.analytics.fleet import (
     fleet_top_topics,
     open_fleet,
 )
+from pipelines.analytics.fleet_figures import fleet_figures
 from pipelines.analytics.fleet_plots import (
     plot_fleet_disk,
     plot_fleet_growth,

@@ -113,7 +113,7 @@ def fleet_remote_view(fleet: Fleet, n: int = 10) -> RemoteView:
 
 
 def fleet_remote_figures(fleet: Fleet) -> dict[str, Any]:
-    """The remote keys of :func:`~pipelines.analytics.fleet.fleet_figures`: the fleet's ``remote_bytes``,
+    """The remote keys of :func:`~pipelines.analytics.fleet_figures.fleet_figures`: the fleet's ``remote_bytes``,
     ``remote_plannable_bytes``, ``remote_bytes_by_class`` (None, None, {} when no cluster has remote rows) and, per
     cluster, the same three keys."""
     view = fleet_remote_view(fleet, 0)

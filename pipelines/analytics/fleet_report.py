@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from pipelines.analytics import fleet as f
 from pipelines.analytics import fleet_plots, plots
+from pipelines.analytics.fleet_figures import fleet_figures
 from pipelines.analytics.fleet_remote import fleet_remote_view
 from pipelines.analytics.fmt import human_bytes
 from pipelines.analytics.report import Section, page_html
@@ -66,7 +67,7 @@ def remote_sections(fleet: f.Fleet) -> list[Section]:
 def render_fleet_report(fleet: f.Fleet, *, generated_at: datetime | None = None) -> str:
     """The whole fleet report as one HTML document."""
     at = generated_at or datetime.now(timezone.utc)
-    figs = f.fleet_figures(fleet)
+    figs = fleet_figures(fleet)
     tiles = [
         ("clusters", f"{figs['clusters']:,}"),
         ("partition-dir bytes", human_bytes(figs["total_bytes"])),

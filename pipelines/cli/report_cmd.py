@@ -45,7 +45,8 @@ def _cluster_of_run(fleet: Fleet, run_id: str) -> str:
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="HTML file to write.")
 def report(warehouse: str, cluster: str | None, run_id: str | None, out: str) -> None:
     """Write a static HTML capacity report (inline PNG charts) for one cluster or for the fleet."""
-    from pipelines.analytics.fleet import fleet_figures, open_fleet
+    from pipelines.analytics.fleet import open_fleet
+    from pipelines.analytics.fleet_figures import fleet_figures
     from pipelines.analytics.fleet_report import render_fleet_report
     from pipelines.analytics.report import key_figures, render_report
     from pipelines.analytics.warehouse import clusters_in, open_warehouse
