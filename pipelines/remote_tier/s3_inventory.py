@@ -23,7 +23,7 @@ import gzip
 import io
 import json
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlparse
@@ -42,6 +42,7 @@ __all__ = [
     "InventoryReport",
     "InventoryStats",
     "inventory_batches",
+    "listed_batches",
     "open_inventory",
     "parse_manifest",
     "read_inventory",
@@ -358,11 +359,12 @@ def inventory_batches(report: InventoryReport, key: str, *, stats: InventoryStat
         if fast is not None:
             yield from fast
             return
-    yield from _row_batches(read_inventory_file(report, key, stats=stats, batch_rows=batch_rows, exclude=exclude),
+    yield from listed_batches(read_inventory_file(report, key, stats=stats, batch_rows=batch_rows, exclude=exclude),
                             batch_rows)
 
 
-def _row_batches(objects: Iterator[ListedObject], batch_rows: int) -> Iterator[pa.RecordBatch]:
+def listed_batches(objects: Iterable[ListedObject], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """``objects`` as Arrow batches of at most ``batch_rows`` rows (:data:`LISTED_SCHEMA_FIELDS`)."""
     import pyarrow as pa
 
     schema = _listed_schema()

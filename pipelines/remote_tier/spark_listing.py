@@ -20,14 +20,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pipelines.config.remote_tier import RemoteTierConfig
-from pipelines.remote_tier.listing import RemoteObjectRow
+from pipelines.remote_tier.listing import ListedObject, RemoteObjectRow
+from pipelines.remote_tier.object_listing import ListingProblem
 from pipelines.tables.schemas import REMOTE_OBJECTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["LISTING_FAILURE", "MAX_LISTING_TASKS", "objects_batch", "objects_frame", "rows_batch"]
+__all__ = ["LISTING_FAILURE", "MAX_LISTING_TASKS", "folder_batches", "objects_batch", "objects_frame", "rows_batch"]
 
 LISTING_FAILURE = "listing_failure"
 """``object_kind`` of a row that stands for a folder or an inventory data file that could not be read."""
@@ -59,17 +60,6 @@ def rows_batch(rows: Sequence[RemoteObjectRow], cluster: str, run_id: str) -> pa
     return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
 
 
-def _batches(rows: Iterable[RemoteObjectRow], cluster: str, run_id: str) -> Iterator[pa.RecordBatch]:
-    chunk: list[RemoteObjectRow] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == _BATCH:
-            yield rows_batch(chunk, cluster, run_id)
-            chunk = []
-    if chunk:
-        yield rows_batch(chunk, cluster, run_id)
-
-
 def failure_row(key: str, exc: BaseException) -> RemoteObjectRow:
     """A row standing for what could not be listed (never planned; makes the run's listing incomplete)."""
     message = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
@@ -77,20 +67,36 @@ def failure_row(key: str, exc: BaseException) -> RemoteObjectRow:
                            f"could not be listed: {message}")
 
 
-def _prefix_rows(tier: RemoteTierConfig, folders: Iterable[str]) -> Iterator[RemoteObjectRow]:
-    """In a task: every object of ``folders``, parsed."""
-    from pipelines.remote_tier.object_listing import list_prefix, listing_rows, open_location
+def _prefix_batches(tier: RemoteTierConfig, folders: Iterable[str], cluster: str, run_id: str
+                    ) -> Iterator[pa.RecordBatch]:  # fmt: skip
+    """In a task: every object of ``folders``, parsed, as Arrow batches."""
+    from pipelines.remote_tier.object_listing import list_prefix, open_location
 
     loc = open_location(tier.location, tier.storage_options)
     exclude = tier.relative_quarantine()
     for folder in folders:
-        listed: list[RemoteObjectRow] = []
         try:  # a folder is listed whole before its rows go out: a failure half-way leaves no partial folder
-            listed = list(listing_rows(list_prefix(loc, folder, exclude), tier.layout, tier.prefix))
+            listed = list(list_prefix(loc, folder, exclude))
         except (OSError, ValueError) as exc:
-            yield failure_row(folder, exc)
+            yield rows_batch([failure_row(folder, exc)], cluster, run_id)
             continue
-        yield from listed
+        yield from folder_batches(listed, tier.layout, tier.prefix, cluster, run_id)
+
+
+def folder_batches(listed: Sequence[ListedObject | ListingProblem], layout: str, prefix: str, cluster: str,
+                   run_id: str) -> Iterator[pa.RecordBatch]:
+    """``remote_objects`` rows of one folder's listing: its objects' keys parsed an array at a time
+    (:func:`objects_batch`), its problems as :func:`~pipelines.remote_tier.object_listing.listing_rows` makes them
+    (the same rows as ``rows_batch(list(listing_rows(listed)))``, objects first)."""
+    from pipelines.remote_tier.object_listing import listing_rows
+    from pipelines.remote_tier.s3_inventory import listed_batches
+
+    objects = [o for o in listed if isinstance(o, ListedObject)]
+    problems = [p for p in listed if not isinstance(p, ListedObject)]
+    for batch in listed_batches(objects, _BATCH):
+        yield objects_batch(batch, layout, prefix, cluster, run_id)
+    if problems:
+        yield rows_batch(list(listing_rows(problems, layout, prefix)), cluster, run_id)
 
 
 def objects_batch(listed: pa.RecordBatch, layout: str, prefix: str, cluster: str, run_id: str) -> pa.RecordBatch:
@@ -167,7 +173,7 @@ def objects_frame(spark: SparkSession, tier: RemoteTierConfig, *, cluster: str, 
         work = topic_prefixes(loc, tier.layout, tier.prefix, tier.relative_quarantine())
 
         def batches_of(items: Sequence[str]) -> Iterator[pa.RecordBatch]:
-            return _batches(_prefix_rows(tier, items), cluster, run_id)
+            return _prefix_batches(tier, items, cluster, run_id)
 
         seen = {"topic_folders": len(work), "loose_objects": len(loose)}
     tasks = max(1, min(len(work), max_tasks))

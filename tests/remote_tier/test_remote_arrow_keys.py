@@ -19,7 +19,7 @@ from pipelines.remote_tier import arrow_keys
 from pipelines.remote_tier.arrow_keys import KEY_COLUMNS, parse_keys
 from pipelines.remote_tier.keys import RemoteKeyError
 from pipelines.remote_tier.listing import ListedObject, parse_key
-from pipelines.remote_tier.object_listing import listing_rows
+from pipelines.remote_tier.object_listing import ListingProblem, listing_rows
 from pipelines.remote_tier.s3_inventory import (
     InventoryError,
     InventoryStats,
@@ -27,7 +27,7 @@ from pipelines.remote_tier.s3_inventory import (
     open_inventory,
     read_inventory_file,
 )
-from pipelines.remote_tier.spark_listing import objects_batch, rows_batch
+from pipelines.remote_tier.spark_listing import folder_batches, objects_batch, rows_batch
 
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 TOPIC_CHARS = "abcXYZ019._-"
@@ -224,3 +224,16 @@ def test_objects_batch_equals_the_rows_of_the_pure_path(tmp_path: Path) -> None:
     assert got.to_pylist() == expected.to_pylist()
     assert got.schema == expected.schema
     assert {r["error"] is None for r in got.to_pylist()} == {True, False}
+
+
+def test_a_folders_batches_hold_the_rows_of_the_pure_path() -> None:
+    """The fsspec listing tasks' rows: objects parsed in Arrow, problems (no size, no time) as before."""
+    tid, sid = Uuid(1, 2), Uuid(3, 4)
+    good = [f"kc1-orders-{tid}/{p}/{o:020d}-{sid}.{s}" for p in (0, 1) for o in (0, 7) for s in ("log", "indexes")]
+    listed = [ListedObject(k, n, n * 1000 - 3, f'"e{n}"' if n % 2 else None) for n, k in enumerate(
+        [*good, *lying_keys("aiven"), "other/x.log", "kc1-orders-x/0/"])]
+    listed += [ListingProblem(good[0], "the listing gives no size"), ListingProblem("kc1-junk", "no time", 5)]
+    expected = rows_batch(list(listing_rows(listed, "aiven", "kc1-")), "c", "r").to_pylist()
+    got = [r for b in folder_batches(listed, "aiven", "kc1-", "c", "r") for r in b.to_pylist()]
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
+    assert len(got) == len(listed)
