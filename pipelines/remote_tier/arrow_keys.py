@@ -5,10 +5,10 @@
 is accepted by one regular expression per layout (RE2, in Arrow's C++) that admits only keys of the exact form the
 pure parser (:func:`pipelines.remote_tier.listing.parse_key`) accepts: legal topic name, canonical 22-character
 Uuid texts (their last character carries 2 bits and 4 zero bits: one of ``AQgw``), a partition without sign or
-leading zero, a 20-digit offset, a known suffix; the int32 and int64 bounds are checked on the captures. Every key
-the expression does not admit is handed to the pure parser, which is the reference: it gives the error text, or the
-parse. So the fast path can only ever agree with the pure one; tests/remote_tier/test_remote_arrow_keys.py checks
-that on generated and lying keys.
+leading zero, a 20-digit offset, a known suffix; the topic's length and the int32 and int64 bounds are checked on the
+captures. Every key the expression does not admit is handed to the pure parser, which is the reference: it gives the
+error text, or the parse. So the fast path can only ever agree with the pure one;
+tests/remote_tier/test_remote_arrow_keys.py checks that on generated and lying keys.
 """
 
 from __future__ import annotations
