@@ -7,11 +7,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Property tests judge behaviour, never speed: on a loaded CI machine hypothesis' generation-speed health check
+# and per-example deadline failed runs whose every example passed (test_meta_properties at load 10).
+settings.register_profile("klgc", suppress_health_check=[HealthCheck.too_slow], deadline=None)
+settings.load_profile("klgc")
 
 
 @pytest.fixture(scope="session")
