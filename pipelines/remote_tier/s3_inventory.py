@@ -87,6 +87,15 @@ class InventoryStats:
     files: list[str] = field(default_factory=list)
 
 
+
+def _parquet_columns(pf: Any, path: str) -> list[str]:
+    """The inventory columns a Parquet data file has, in read order; InventoryError when a required one is missing."""
+    names = set(pf.schema_arrow.names)
+    missing = [_PARQUET_COLUMNS[c] for c in _REQUIRED if _PARQUET_COLUMNS[c] not in names]
+    if missing:
+        raise InventoryError(f"{path}: no column {', '.join(missing)}")
+    return [c for c in _PARQUET_COLUMNS.values() if c in names]
+
 def parse_manifest(data: bytes, what: str = "manifest.json") -> InventoryManifest:
     """Parse ``manifest.json`` bytes.
 
@@ -302,11 +311,7 @@ def _parquet_rows(fs: Any, path: str, batch_rows: int) -> Iterator[_Row]:
     try:
         with fs.open(path, "rb") as raw:
             pf = pq.ParquetFile(raw)
-            names = set(pf.schema_arrow.names)
-            missing = [_PARQUET_COLUMNS[c] for c in _REQUIRED if _PARQUET_COLUMNS[c] not in names]
-            if missing:
-                raise InventoryError(f"{path}: no column {', '.join(missing)}")
-            wanted = [c for c in _PARQUET_COLUMNS.values() if c in names]
+            wanted = _parquet_columns(pf, path)
             seen = 0
             for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted):
                 cols = {name: batch.column(name) for name in wanted}
@@ -431,11 +436,7 @@ def _parquet_batches_of(raw: Any, pf: Any, path: str, report: InventoryReport, k
     schema = _listed_schema()
     try:
         with raw:
-            names = set(pf.schema_arrow.names)
-            missing = [_PARQUET_COLUMNS[c] for c in _REQUIRED if _PARQUET_COLUMNS[c] not in names]
-            if missing:
-                raise InventoryError(f"{path}: no column {', '.join(missing)}")
-            wanted = [c for c in _PARQUET_COLUMNS.values() if c in names]
+            wanted = _parquet_columns(pf, path)
             seen = 0
             for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted):
                 n = batch.num_rows
@@ -475,7 +476,7 @@ def _parquet_batches_of(raw: Any, pf: Any, path: str, report: InventoryReport, k
                 stats.outside += int(pc.sum(pc.and_(take, pc.invert(inside)).cast(pa.int64())).as_py() or 0)
                 stats.kept += kept
                 if kept:
-                    etags = batch.column("e_tag").slice(0, upto).filter(keep) if "e_tag" in names \
+                    etags = batch.column("e_tag").slice(0, upto).filter(keep) if "e_tag" in wanted \
                         else pa.nulls(kept, pa.string())
                     yield pa.RecordBatch.from_arrays(
                         [pc.utf8_slice_codeunits(keys.filter(keep), report.cut), size.slice(0, upto).filter(keep),
