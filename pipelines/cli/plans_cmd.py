@@ -304,7 +304,7 @@ def reject(plan_id: str, by: str, reason: str, key: str | None, config_path: str
 @click.option("--broker", "broker", type=int, default=None,
               help="Judge as this broker's host: its id and the cluster.id in its log dirs' meta.properties "
                    "(default: the plan's cluster.id, every broker).")
-@click.option("--allowed-signers", "allowed_signers", type=click.Path(dir_okay=False), default=None,
+@click.option("--allowed-signers", "allowed_signers", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Use this allowed_signers file instead of executor.allowed_signers.")
 @workflow_options
 def verify(plan_id: str, broker: int | None, allowed_signers: str | None, config_path: str | None,

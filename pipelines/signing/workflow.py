@@ -119,7 +119,8 @@ def propose_signed(store: TableStore, plan_id: str, *, policy: PolicyConfig, key
     plan = record.plan()
     author = (by if by is not None else plan.created_by).strip()
     if record.status != approval.PROPOSED:
-        raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}; only a proposed plan is proposed")
+        raise rules.refuse("state_machine", f"plan {plan_id} is {record.status}: its author signs it only while it is "
+                            "proposed, before any decision")
     signed = sign(statement_for(plan, "propose", author, policy, now=clock), key=key)
     at = approval.record_event(store, record, actor=author, action="propose", comment="signed proposal", now=now)
     return record, store_signature(store, plan_id, at, signed)

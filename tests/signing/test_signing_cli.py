@@ -119,3 +119,18 @@ def test_verify_loads_no_spark(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe, "plans", "verify", "plan-1", *c, "--json"],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip().endswith("NO-SPARK 5")  # refused: not approved, no signature
+
+
+def test_propose_after_a_decision_and_a_missing_allowed_signers_flag_say_what_is_wrong(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    w, c = _world(tmp_path)
+    keys = keyring_of(w.config)
+    code, _, err = run(capsys, "plans", "reject", "plan-1", "--by", "reviewer", "--reason", "no",
+                       "--key", str(keys.key("reviewer")), *c)
+    assert code == 0
+    code, _, err = run(capsys, "plans", "propose", "plan-1", "--key", str(keys.key("detector")), *c)
+    assert code == exit_codes.POLICY and len(err.splitlines()) == 1
+    assert "plan plan-1 is rejected: its author signs it only while it is proposed" in err
+    missing = tmp_path / "no-such-allowed-signers"
+    code, _, err = run(capsys, "plans", "verify", "plan-1", "--allowed-signers", str(missing), *c)
+    assert code == 2 and "--allowed-signers" in err and "does not exist" in err and "executor." not in err
