@@ -9,6 +9,7 @@ import pandas as pd
 
 from pipelines.analytics.fleet import Fleet, fleet_by_class, fleet_by_cluster
 from pipelines.analytics.fleet_remote import fleet_remote_figures
+from pipelines.analytics.remote_bytes import RemoteView
 
 __all__ = ["fleet_figures"]
 
@@ -16,7 +17,7 @@ __all__ = ["fleet_figures"]
 _NO_REMOTE: dict[str, Any] = {"remote_bytes": None, "remote_plannable_bytes": None, "remote_bytes_by_class": {}}
 
 
-def fleet_figures(fleet: Fleet) -> dict[str, Any]:
+def fleet_figures(fleet: Fleet, remote_view: RemoteView | None = None) -> dict[str, Any]:
     """The fleet's headline numbers (sums over each cluster's newest run) and each cluster's, JSON-ready."""
     by = fleet_by_cluster(fleet)
     by_class = fleet_by_class(fleet)
@@ -28,7 +29,7 @@ def fleet_figures(fleet: Fleet) -> dict[str, Any]:
                 "reclaimable_bytes": int(r.reclaimable_bytes), "plannable_bytes": int(r.plannable_bytes),
                 "unexplained_bytes": None if pd.isna(r.unexplained_bytes) else int(r.unexplained_bytes)}
 
-    remote = fleet_remote_figures(fleet)
+    remote = fleet_remote_figures(fleet, remote_view)
     return {
         "clusters": len(by),
         "runs": int(by["runs"].sum()) if len(by) else 0,

@@ -112,11 +112,11 @@ def fleet_remote_view(fleet: Fleet, n: int = 10) -> RemoteView:
                       groups[["cluster", *CLASS_COLUMNS]], _top_topics(fleet, n))
 
 
-def fleet_remote_figures(fleet: Fleet) -> dict[str, Any]:
+def fleet_remote_figures(fleet: Fleet, view: RemoteView | None = None) -> dict[str, Any]:
     """The remote keys of :func:`~pipelines.analytics.fleet_figures.fleet_figures`: the fleet's ``remote_bytes``,
     ``remote_plannable_bytes``, ``remote_bytes_by_class`` (None, None, {} when no cluster has remote rows) and, per
-    cluster, the same three keys."""
-    view = fleet_remote_view(fleet, 0)
+    cluster, the same three keys. ``view``: the fleet's view when the caller already has it (the report)."""
+    view = view if view is not None else fleet_remote_view(fleet, 0)
     rows = view.by_cluster.set_index("cluster") if len(view.by_cluster) else None
     per_cluster: dict[str, dict[str, Any]] = {}
     for cluster in [] if rows is None else rows.index:

@@ -11,6 +11,7 @@ from pipelines.analytics import fleet_plots, plots
 from pipelines.analytics.fleet_figures import fleet_figures
 from pipelines.analytics.fleet_remote import fleet_remote_view
 from pipelines.analytics.fmt import human_bytes
+from pipelines.analytics.remote_bytes import RemoteView
 from pipelines.analytics.report import Section, page_html
 from pipelines.redaction import redact_text
 from pipelines.terminal_text import html_text
@@ -21,7 +22,7 @@ __all__ = ["fleet_sections", "remote_sections", "render_fleet_report"]
 _ALL_ROWS = 10_000
 
 
-def fleet_sections(fleet: f.Fleet) -> list[Section]:
+def fleet_sections(fleet: f.Fleet, remote_view: RemoteView | None = None) -> list[Section]:
     """Every section of the fleet report, in page order."""
     by_cluster = f.fleet_by_cluster(fleet)
     top = f.fleet_top_topics(fleet, 10)
@@ -41,16 +42,16 @@ def fleet_sections(fleet: f.Fleet) -> list[Section]:
         Section("Top topics across the fleet", plots.plot_top_topics(labelled), top),
         Section("Growth per cluster", fleet_plots.plot_fleet_growth(growth), growth),
         Section("Reclaimable over time", fleet_plots.plot_fleet_over_time(over_time), over_time),
-        *remote_sections(fleet),
+        *remote_sections(fleet, remote_view),
         Section("Newest GC plan per cluster", None, f.fleet_plans(fleet),
                 "Review a plan with notebooks/gc_plan_review.ipynb (cluster and plan_id parameters)."),
     ]
 
 
-def remote_sections(fleet: f.Fleet) -> list[Section]:
+def remote_sections(fleet: f.Fleet, view: RemoteView | None = None) -> list[Section]:
     """The remote tier (KIP-405) beside the local bytes, per cluster, class and topic; one section saying why there
     is nothing to show when no cluster's newest run has remote segments."""
-    view = fleet_remote_view(fleet, 10)
+    view = view if view is not None else fleet_remote_view(fleet, 10)
     if not view.configured:
         return [Section("Remote tier (KIP-405)", None, view.by_cluster, view.note)]
     top = view.top_topics
@@ -67,7 +68,8 @@ def remote_sections(fleet: f.Fleet) -> list[Section]:
 def render_fleet_report(fleet: f.Fleet, *, generated_at: datetime | None = None) -> str:
     """The whole fleet report as one HTML document."""
     at = generated_at or datetime.now(timezone.utc)
-    figs = fleet_figures(fleet)
+    remote = fleet_remote_view(fleet, 10)  # read once: for the tiles and for the sections
+    figs = fleet_figures(fleet, remote)
     tiles = [
         ("clusters", f"{figs['clusters']:,}"),
         ("partition-dir bytes", human_bytes(figs["total_bytes"])),
@@ -81,6 +83,6 @@ def render_fleet_report(fleet: f.Fleet, *, generated_at: datetime | None = None)
         tiles.append(("remote tier (KIP-405)", human_bytes(figs["remote_bytes"])))
     meta = (f"newest run of each cluster · warehouse {html_text(redact_text(fleet.root), 1000)} · "
             f"generated {at:%Y-%m-%d %H:%M} UTC")
-    sections = fleet_sections(fleet) if figs["clusters"] else None
+    sections = fleet_sections(fleet, remote) if figs["clusters"] else None
     heading = f"Capacity report: fleet of {figs['clusters']} clusters"
     return page_html("fleet", heading, meta, tiles, sections, _ALL_ROWS)
