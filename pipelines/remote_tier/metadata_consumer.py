@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.config.kafka_client import kafka_python_options
 from pipelines.errors import ConfigError, SourceUnavailable
+from pipelines.kafka.record_batch import HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH
 from pipelines.remote_tier.metadata_topic import METADATA_TOPIC, PartitionRead, PartitionReader
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ FETCH_MAX_BYTES = 8 * 1024 * 1024
 """Bytes asked for per Fetch request (Kafka's ``max.message.bytes`` default is 1 MiB)."""
 _PROLOGUE = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_DELTA = struct.Struct(">i")  # lastOffsetDelta, at byte 23 of a batch
-_MIN_BATCH = 61
 _WHERE = "remote_tier.metadata.kafka_client"
 _UNKNOWN_TOPIC = 3  # UNKNOWN_TOPIC_OR_PARTITION: the cluster has no such topic
 
@@ -161,12 +161,12 @@ def _complete(data: memoryview) -> tuple[int, int | None]:
     """Bytes of the whole batches at the start of a fetch response (a fetch may end in a cut batch), and the offset
     after the last of them (from the headers: a corrupt batch is skipped by size, as the reader does)."""
     pos, after = 0, None
-    while len(data) - pos >= _MIN_BATCH:
+    while len(data) - pos >= HEADER_SIZE:
         base, length = _PROLOGUE.unpack_from(data, pos)
-        if length < 14 or pos + 12 + length > len(data):
+        if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > len(data):
             break
         after = base + _LAST_DELTA.unpack_from(data, pos + 23)[0] + 1
-        pos += 12 + length
+        pos += LOG_OVERHEAD + length
     return pos, after
 
 
