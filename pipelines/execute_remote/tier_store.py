@@ -56,6 +56,7 @@ class TierStore:
     def __init__(self, loc: RemoteLocation) -> None:
         self.loc = loc
         self.fs = loc.fs
+        self.local = self.fs.protocol in ("file", ("file", "local"))
 
     @classmethod
     def open(cls, location: str, storage_options: dict[str, Any] | None = None) -> TierStore:
@@ -104,7 +105,7 @@ class TierStore:
     def copy(self, src: str, dst: str) -> None:
         """Server-side copy ``src`` to ``dst`` (same store), replacing ``dst``."""
         target = self._path(dst)
-        if not getattr(self.fs, "auto_mkdir", True) or self.fs.protocol in ("file", ("file", "local")):
+        if not getattr(self.fs, "auto_mkdir", True) or self.local:
             self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
         self.fs.copy(self._path(src), target)
         self._forget(target)
@@ -140,7 +141,7 @@ class TierStore:
                     if _precondition_failed(exc):
                         return False
                     raise
-            elif self.fs.protocol in ("file", ("file", "local")):
+            elif self.local:
                 os.makedirs(posixpath.dirname(path), exist_ok=True)
                 try:
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
